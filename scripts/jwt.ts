@@ -1,0 +1,22 @@
+/**
+ * `deno task jwt <user_id>`: prints an HS256 user token signed with SUPABASE_JWT_SECRET (default:
+ * the local secret), valid for an hour (JWT_EXPIRES_IN seconds to change it).
+ */
+import { mintUserJwt } from "./lib/jwt.ts";
+
+const userId = Deno.args[0];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+if (!userId || !UUID.test(userId)) {
+  console.error("Usage: deno task jwt <user_id>   (user_id is the UUID of a row in auth.users)");
+  Deno.exit(2);
+}
+const secret = Deno.env.get("SUPABASE_JWT_SECRET");
+const issuer = Deno.env.get("SUPABASE_JWT_ISSUER");
+const expiresIn = Number(Deno.env.get("JWT_EXPIRES_IN") ?? 3600);
+console.log(
+  await mintUserJwt(userId, {
+    expiresIn,
+    ...(secret ? { secret } : {}),
+    ...(issuer ? { issuer } : {}),
+  }),
+);

@@ -1,0 +1,30 @@
+/** Mints user JWTs shaped like Supabase Auth's, for `deno task jwt` and the tests. */
+import { SignJWT } from "jose";
+import { LOCAL_JWT_ISSUER, LOCAL_JWT_SECRET } from "../../supabase/functions/_shared/config.ts";
+
+export interface MintOptions {
+  secret?: string;
+  issuer?: string;
+  audience?: string;
+  role?: string;
+  /** Seconds from now; negative for an already expired token. */
+  expiresIn?: number;
+  email?: string;
+}
+
+export function mintUserJwt(userId: string, options: MintOptions = {}): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({
+    role: options.role ?? "authenticated",
+    aal: "aal1",
+    session_id: crypto.randomUUID(),
+    ...(options.email ? { email: options.email } : {}),
+  })
+    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setSubject(userId)
+    .setIssuer(options.issuer ?? LOCAL_JWT_ISSUER)
+    .setAudience(options.audience ?? "authenticated")
+    .setIssuedAt(now)
+    .setExpirationTime(now + (options.expiresIn ?? 3600))
+    .sign(new TextEncoder().encode(options.secret ?? LOCAL_JWT_SECRET));
+}

@@ -1,0 +1,75 @@
+/**
+ * Brings a database up to date: the Supabase base objects where they are missing, then every
+ * pending file of `supabase/migrations/`, in name order, each in its own transaction, recorded in
+ * `supabase_migrations.schema_migrations` (the table the Supabase CLI keeps, so `supabase db push`
+ * and this runner agree on what has been applied). Safe to run from several processes at once.
+ */
+import postgres from "postgres";
+
+const root = new URL("../../", import.meta.url);
+const migrationsDir = new URL("supabase/migrations/", root);
+const baseFile = new URL("scripts/supabase_base.sql", root);
+const MIGRATION_LOCK = 7_260_001;
+
+export interface Migration {
+  version: string;
+  name: string;
+  path: URL;
+}
+
+export async function listMigrations(): Promise<Migration[]> {
+  const migrations: Migration[] = [];
+  for await (const entry of Deno.readDir(migrationsDir)) {
+    const match = /^(\d{14})_(\w+)\.sql$/.exec(entry.name);
+    if (!entry.isFile || !match) continue;
+    migrations.push({
+      version: match[1]!,
+      name: match[2]!,
+      path: new URL(entry.name, migrationsDir),
+    });
+  }
+  return migrations.sort((a, b) => a.version.localeCompare(b.version));
+}
+
+/** Applies what is missing and returns the versions applied by this call. */
+export async function migrate(
+  databaseUrl: string,
+  log: (line: string) => void = () => {},
+): Promise<string[]> {
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  try {
+    await sql`select pg_advisory_lock(${MIGRATION_LOCK})`;
+    const [{ has_auth }] = await sql<[{ has_auth: boolean }]>`
+      select to_regclass('auth.users') is not null as has_auth`;
+    if (!has_auth) {
+      log("creating the Supabase base objects (roles, auth schema)");
+      await sql.unsafe(await Deno.readTextFile(baseFile));
+    }
+    await sql.unsafe(`
+      create schema if not exists supabase_migrations;
+      create table if not exists supabase_migrations.schema_migrations (
+        version text primary key, statements text[], name text
+      );`);
+    const applied = new Set(
+      (await sql<{ version: string }[]>`select version from supabase_migrations.schema_migrations`)
+        .map((row) => row.version),
+    );
+    const done: string[] = [];
+    for (const migration of await listMigrations()) {
+      if (applied.has(migration.version)) continue;
+      const text = await Deno.readTextFile(migration.path);
+      await sql.begin(async (tx) => {
+        await tx.unsafe(text);
+        await tx`
+          insert into supabase_migrations.schema_migrations (version, statements, name)
+          values (${migration.version}, ${[text]}, ${migration.name})`;
+      });
+      log(`applied migration ${migration.version}_${migration.name}`);
+      done.push(migration.version);
+    }
+    return done;
+  } finally {
+    await sql`select pg_advisory_unlock(${MIGRATION_LOCK})`.catch(() => {});
+    await sql.end();
+  }
+}

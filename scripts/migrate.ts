@@ -1,0 +1,11 @@
+/** `deno task migrate`: applies pending migrations to DATABASE_URL (or the local cluster). */
+import { migrate } from "./lib/migrations.ts";
+import { openLocalDatabase } from "./lib/local_database.ts";
+
+const database = await openLocalDatabase(console.log);
+try {
+  const applied = await migrate(database.url, console.log);
+  console.log(applied.length ? `${applied.length} migration(s) applied` : "database is up to date");
+} finally {
+  await database.stop();
+}

@@ -1,0 +1,53 @@
+/**
+ * `deno task start`: the whole service on one machine. Opens the database (DATABASE_URL, or a
+ * private cluster under `.local/`), applies pending migrations, serves the functions at
+ * http://127.0.0.1:$PORT/functions/v1/<name> and stops everything it started on Ctrl-C.
+ */
+import { loadConfig } from "../supabase/functions/_shared/config.ts";
+import { createServices } from "../supabase/functions/_shared/services.ts";
+import { createVmApi } from "../supabase/functions/vm-api/handler.ts";
+import { createVmReporter } from "../supabase/functions/vm-reporter/handler.ts";
+import { routeFunctions } from "./lib/functions_server.ts";
+import { openLocalDatabase } from "./lib/local_database.ts";
+import { migrate } from "./lib/migrations.ts";
+
+const say = (line: string) => console.log(`[start] ${line}`);
+
+const database = await openLocalDatabase(say);
+say(`database: ${database.url}`);
+await migrate(database.url, say);
+
+const config = loadConfig({ ...Deno.env.toObject(), DATABASE_URL: database.url });
+const services = createServices(config);
+
+const server = Deno.serve(
+  {
+    hostname: "127.0.0.1",
+    port: config.port,
+    onListen: ({ port }) => {
+      const base = `http://127.0.0.1:${port}/functions/v1`;
+      say(`vm-api:      ${base}/vm-api`);
+      say(`vm-reporter: ${base}/vm-reporter/<route>`);
+      say(`compute driver: ${config.computeDriver}`);
+      say(`ready: http://127.0.0.1:${port} (Ctrl-C stops)`);
+    },
+  },
+  routeFunctions({
+    "vm-api": createVmApi(services),
+    "vm-reporter": createVmReporter(services),
+  }),
+);
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  say(`${signal}: stopping`);
+  await server.shutdown();
+  await services.sql.end({ timeout: 5 });
+  await database.stop();
+  say("stopped");
+  Deno.exit(0);
+}
+Deno.addSignalListener("SIGINT", () => shutdown("SIGINT"));
+Deno.addSignalListener("SIGTERM", () => shutdown("SIGTERM"));

@@ -1,0 +1,118 @@
+/**
+ * Every setting the functions read, parsed once from the environment and validated, so a missing or
+ * malformed value fails at start with a message naming the variable instead of deep in a request.
+ */
+import { z } from "zod";
+
+/** The Supabase CLI's local JWT secret: the local default only, refused for a hosted SUPABASE_URL. */
+export const LOCAL_JWT_SECRET = "super-secret-jwt-token-with-at-least-32-characters-long";
+export const LOCAL_JWT_ISSUER = "http://127.0.0.1:54321/auth/v1";
+
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+const nonNegativeInt = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
+
+const EnvSchema = z.object({
+  DATABASE_URL: z.string().min(1).optional(),
+  SUPABASE_DB_URL: z.string().min(1).optional(),
+  SUPABASE_URL: z.url().optional(),
+  SUPABASE_JWT_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  SUPABASE_JWKS_URL: z.url().optional(),
+  SUPABASE_JWT_ISSUER: z.string().min(1).optional(),
+  PORT: z.coerce.number().int().min(0).max(65535).default(54321),
+  CORS_ALLOWED_ORIGINS: z.string().default("http://localhost:3000,http://localhost:3001"),
+  MAX_BODY_BYTES: positiveInt(1_048_576),
+  VM_API_RATE_LIMIT: positiveInt(20),
+  VM_REPORTER_RATE_LIMIT: positiveInt(100),
+  ACTIVE_PROJECT_LIMIT: z.coerce.number().int().positive().optional(),
+  STUCK_AFTER_SECONDS: positiveInt(300),
+  COMPUTE_DRIVER: z.enum(["local", "azure"]).default("local"),
+  LOCAL_VM_BOOT_MS: nonNegativeInt(3000),
+  LOCAL_AGENT_CYCLE_MS: positiveInt(5000),
+  LOCAL_VM_STOP_MS: nonNegativeInt(2000),
+  LOCAL_VM_DELETE_MS: nonNegativeInt(2000),
+  RECONCILE_INTERVAL_MS: positiveInt(2000),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+});
+
+export interface Config {
+  databaseUrl: string;
+  port: number;
+  jwt: { secret?: string; jwksUrl?: URL; issuer?: string; audience: "authenticated" };
+  corsAllowedOrigins: readonly string[];
+  maxBodyBytes: number;
+  vmApiRateLimit: number;
+  vmReporterRateLimit: number;
+  activeProjectLimit: number | null;
+  stuckAfterSeconds: number;
+  computeDriver: "local" | "azure";
+  local: { bootMs: number; agentCycleMs: number; stopMs: number; deleteMs: number };
+  reconcileIntervalMs: number;
+  logLevel: "debug" | "info" | "warn" | "error";
+}
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+export function loadConfig(env: Record<string, string | undefined> = Deno.env.toObject()): Config {
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([, v]) => v !== undefined && v !== ""),
+  );
+  const parsed = EnvSchema.safeParse(present);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+    throw new ConfigError(`Invalid environment: ${problems.join("; ")}`);
+  }
+  const e = parsed.data;
+
+  const databaseUrl = e.DATABASE_URL ?? e.SUPABASE_DB_URL;
+  if (!databaseUrl) throw new ConfigError("Set DATABASE_URL (or SUPABASE_DB_URL when hosted)");
+
+  const local = !e.SUPABASE_URL || isLoopback(new URL(e.SUPABASE_URL));
+  const secret = e.SUPABASE_JWT_SECRET ?? (local ? LOCAL_JWT_SECRET : undefined);
+  const jwksUrl = e.SUPABASE_JWKS_URL ??
+    (e.SUPABASE_URL ? new URL("/auth/v1/.well-known/jwks.json", e.SUPABASE_URL).href : undefined);
+  const issuer = e.SUPABASE_JWT_ISSUER ?? (local ? LOCAL_JWT_ISSUER : undefined);
+  if (!secret && !jwksUrl) {
+    throw new ConfigError("Set SUPABASE_JWT_SECRET or SUPABASE_JWKS_URL to verify user tokens");
+  }
+
+  const origins = e.CORS_ALLOWED_ORIGINS.split(",").map((o) => o.trim()).filter(Boolean);
+  for (const origin of origins) {
+    if (!URL.canParse(origin) || new URL(origin).origin !== origin) {
+      throw new ConfigError(
+        `CORS_ALLOWED_ORIGINS: "${origin}" is not an origin (scheme://host[:port])`,
+      );
+    }
+  }
+
+  return {
+    databaseUrl,
+    port: e.PORT,
+    jwt: {
+      audience: "authenticated",
+      ...(secret ? { secret } : {}),
+      ...(jwksUrl ? { jwksUrl: new URL(jwksUrl) } : {}),
+      ...(issuer ? { issuer } : {}),
+    },
+    corsAllowedOrigins: origins,
+    maxBodyBytes: e.MAX_BODY_BYTES,
+    vmApiRateLimit: e.VM_API_RATE_LIMIT,
+    vmReporterRateLimit: e.VM_REPORTER_RATE_LIMIT,
+    activeProjectLimit: e.ACTIVE_PROJECT_LIMIT ?? null,
+    stuckAfterSeconds: e.STUCK_AFTER_SECONDS,
+    computeDriver: e.COMPUTE_DRIVER,
+    local: {
+      bootMs: e.LOCAL_VM_BOOT_MS,
+      agentCycleMs: e.LOCAL_AGENT_CYCLE_MS,
+      stopMs: e.LOCAL_VM_STOP_MS,
+      deleteMs: e.LOCAL_VM_DELETE_MS,
+    },
+    reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
+    logLevel: e.LOG_LEVEL,
+  };
+}
+
+function isLoopback(url: URL): boolean {
+  return ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+}

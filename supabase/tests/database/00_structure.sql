@@ -1,0 +1,67 @@
+begin;
+select plan(16);
+
+-- The tables the outside world names (contract §2).
+select has_table('public', 'organizations', 'organizations exists');
+select has_table('public', 'organization_members', 'organization_members exists');
+select has_table('public', 'projects', 'projects exists');
+select has_table('public', 'project_members', 'project_members exists');
+select has_table('public', 'project_activity', 'project_activity exists');
+
+select columns_are('public', 'project_activity',
+  array['id', 'project_id', 'action', 'details', 'created_at'],
+  'project_activity has the pinned columns');
+select has_column('public', 'projects', 'health_status', 'projects has health_status');
+select col_default_is('public', 'projects', 'region', 'australiaeast'::text, 'region defaults to australiaeast');
+select col_default_is('public', 'projects', 'vm_size', 'Standard_D2s_v3'::text, 'vm_size defaults to Standard_D2s_v3');
+
+-- Row Level Security is on for every table in public, with no exception.
+select is(
+  (select count(*)::int from pg_class c join pg_namespace n on n.oid = c.relnamespace
+   where n.nspname = 'public' and c.relkind in ('r', 'p') and not c.relrowsecurity),
+  0,
+  'every table in public has RLS enabled'
+);
+
+-- SECURITY DEFINER functions live in private and pin an empty search_path.
+select is(
+  (select count(*)::int from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+   where p.prosecdef and n.nspname not in ('private', 'auth', 'extensions', 'pg_catalog')
+     and n.nspname not like 'pg\_%'),
+  0,
+  'no SECURITY DEFINER function outside private'
+);
+select is(
+  (select count(*)::int from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+   where p.prosecdef and n.nspname = 'private'
+     and not coalesce(p.proconfig @> array['search_path=""'], false)),
+  0,
+  'every SECURITY DEFINER function pins search_path to empty'
+);
+
+-- Nothing in public is executable by anon.
+select is(
+  (select count(*)::int from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+   where n.nspname = 'public' and has_function_privilege('anon', p.oid, 'execute')),
+  0,
+  'anon can execute no function in public'
+);
+
+select is(
+  (select has_table_privilege('anon', 'public.projects', 'select')),
+  false,
+  'anon cannot read projects at all'
+);
+select is(
+  (select has_table_privilege('authenticated', 'public.projects', 'insert')),
+  false,
+  'authenticated cannot insert projects directly'
+);
+select is(
+  (select has_table_privilege('authenticated', 'public.project_activity', 'update')),
+  false,
+  'authenticated cannot change activity directly'
+);
+
+select * from finish();
+rollback;

@@ -1,0 +1,69 @@
+/**
+ * Starts the real service (`scripts/start.ts`, the same program as `deno task start`) as a child
+ * process on a free port against a test database, and keeps everything it prints so tests can look
+ * for (or make sure of the absence of) things in the server log.
+ */
+export interface TestServer extends AsyncDisposable {
+  /** e.g. http://127.0.0.1:40123 */
+  origin: string;
+  functionUrl(name: string): string;
+  /** Everything the server printed so far (stdout and stderr). */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+const START = new URL("../../scripts/start.ts", import.meta.url).pathname;
+
+export async function startServer(
+  databaseUrl: string,
+  env: Record<string, string> = {},
+): Promise<TestServer> {
+  const child = new Deno.Command("deno", {
+    args: ["run", "-A", START],
+    env: { DATABASE_URL: databaseUrl, PORT: "0", ...env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+
+  let text = "";
+  let resolveReady: (origin: string) => void;
+  const ready = new Promise<string>((resolve) => (resolveReady = resolve));
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      text += chunk;
+      const match = /ready: (http:\/\/127\.0\.0\.1:\d+)/.exec(text);
+      if (match) resolveReady(match[1]!);
+    }
+  };
+  const pumps = Promise.all([collect(child.stdout), collect(child.stderr)]);
+
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const origin = await Promise.race([
+    ready,
+    child.status.then((s) => {
+      throw new Error(`server exited (${s.code}) before it was ready:\n${text}`);
+    }),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`server not ready after 30 s:\n${text}`)), 30_000);
+    }),
+  ]).finally(() => clearTimeout(timer));
+
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    try {
+      child.kill("SIGTERM");
+    } catch { /* already gone */ }
+    await child.status;
+    await pumps;
+  };
+  return {
+    origin,
+    functionUrl: (name) => `${origin}/functions/v1/${name}`,
+    output: () => text,
+    stop,
+    [Symbol.asyncDispose]: stop,
+  };
+}
