@@ -1,15 +1,18 @@
 /**
  * `deno task start`: the whole service on one machine. Opens the database (DATABASE_URL, or a
  * private cluster under `.local/`), applies pending migrations, serves the functions at
- * http://127.0.0.1:$PORT/functions/v1/<name> and stops everything it started on Ctrl-C.
+ * http://127.0.0.1:$PORT/functions/v1/<name>, runs the reconciler every RECONCILE_INTERVAL_MS,
+ * and stops everything it started on Ctrl-C.
  */
 import { loadConfig } from "../supabase/functions/_shared/config.ts";
-import { createServices } from "../supabase/functions/_shared/services.ts";
+import { closeServices, createServices } from "../supabase/functions/_shared/services.ts";
 import { createVmApi } from "../supabase/functions/vm-api/handler.ts";
+import { createVmReconciler } from "../supabase/functions/vm-reconciler/handler.ts";
 import { createVmReporter } from "../supabase/functions/vm-reporter/handler.ts";
 import { routeFunctions } from "./lib/functions_server.ts";
 import { openLocalDatabase } from "./lib/local_database.ts";
 import { migrate } from "./lib/migrations.ts";
+import { startReconcileLoop } from "./lib/reconcile_loop.ts";
 
 const say = (line: string) => console.log(`[start] ${line}`);
 
@@ -18,7 +21,8 @@ say(`database: ${database.url}`);
 await migrate(database.url, say);
 
 const config = loadConfig({ ...Deno.env.toObject(), DATABASE_URL: database.url });
-const services = createServices(config);
+const services = await createServices(config);
+const reconciler = startReconcileLoop(services, config.reconcileIntervalMs);
 
 const server = Deno.serve(
   {
@@ -26,8 +30,11 @@ const server = Deno.serve(
     port: config.port,
     onListen: ({ port }) => {
       const base = `http://127.0.0.1:${port}/functions/v1`;
-      say(`vm-api:      ${base}/vm-api`);
-      say(`vm-reporter: ${base}/vm-reporter/<route>`);
+      say(`vm-api:        ${base}/vm-api`);
+      say(`vm-reporter:   ${base}/vm-reporter/<route>`);
+      say(
+        `vm-reconciler: ${base}/vm-reconciler (also running every ${config.reconcileIntervalMs} ms)`,
+      );
       say(`compute driver: ${config.computeDriver}`);
       say(`ready: http://127.0.0.1:${port} (Ctrl-C stops)`);
     },
@@ -35,6 +42,7 @@ const server = Deno.serve(
   routeFunctions({
     "vm-api": createVmApi(services),
     "vm-reporter": createVmReporter(services),
+    "vm-reconciler": createVmReconciler(services),
   }),
 );
 
@@ -44,7 +52,8 @@ async function shutdown(signal: string) {
   stopping = true;
   say(`${signal}: stopping`);
   await server.shutdown();
-  await services.sql.end({ timeout: 5 });
+  await reconciler.stop();
+  await closeServices(services);
   await database.stop();
   say("stopped");
   Deno.exit(0);

@@ -19,6 +19,8 @@ create table public.projects (
   status_changed_at timestamptz not null default now(),
   -- The last failure the platform gave up on, readable by the user; cleared by the next success.
   last_error text,
+  -- Set when the reconciler has recorded that the project is stuck, so it records it once.
+  stuck_recorded_at timestamptz,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now()
 );
@@ -62,6 +64,7 @@ begin
   new.updated_at := now();
   if new.status is distinct from old.status then
     new.status_changed_at := now();
+    new.stuck_recorded_at := null;
   end if;
   return new;
 end;

@@ -31,6 +31,11 @@ const EnvSchema = z.object({
   LOCAL_VM_STOP_MS: nonNegativeInt(2000),
   LOCAL_VM_DELETE_MS: nonNegativeInt(2000),
   RECONCILE_INTERVAL_MS: positiveInt(2000),
+  RECONCILER_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  COMPUTE_LEASE_SECONDS: positiveInt(30),
+  COMPUTE_MAX_ATTEMPTS: positiveInt(5),
+  COMPUTE_RETRY_BASE_SECONDS: positiveInt(2),
+  LOCAL_COMPUTE_FAULTS: z.string().default(""),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
 });
 
@@ -47,6 +52,11 @@ export interface Config {
   computeDriver: "local" | "azure";
   local: { bootMs: number; agentCycleMs: number; stopMs: number; deleteMs: number };
   reconcileIntervalMs: number;
+  /** Bearer secret of the vm-reconciler function; unset: the function refuses every call. */
+  reconcilerSecret?: string;
+  operations: { leaseSeconds: number; maxAttempts: number; retryBaseSeconds: number };
+  /** Local driver faults for rehearsing failures, e.g. `provision:hang,start:error`. */
+  localComputeFaults: string;
   logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -109,6 +119,13 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
       deleteMs: e.LOCAL_VM_DELETE_MS,
     },
     reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
+    ...(e.RECONCILER_SECRET ? { reconcilerSecret: e.RECONCILER_SECRET } : {}),
+    operations: {
+      leaseSeconds: e.COMPUTE_LEASE_SECONDS,
+      maxAttempts: e.COMPUTE_MAX_ATTEMPTS,
+      retryBaseSeconds: e.COMPUTE_RETRY_BASE_SECONDS,
+    },
+    localComputeFaults: e.LOCAL_COMPUTE_FAULTS,
     logLevel: e.LOG_LEVEL,
   };
 }

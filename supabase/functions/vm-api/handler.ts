@@ -1,20 +1,81 @@
+/**
+ * POST /functions/v1/vm-api: the dashboard's VM lifecycle endpoint.
+ *
+ * edge (CORS, method) → identity (user JWT) → rate limit (per user, in PostgreSQL) → body
+ * (size limit, JSON) → validation (zod, on `action`) → one SQL function as the user → answer.
+ * Compute operations recorded by the action are sent after the answer is ready.
+ */
+import { createUserJwtVerifier } from "../_shared/auth/verify_user_jwt.ts";
+import { asUser } from "../_shared/as_user.ts";
+import { corsHeaders, preflight } from "../_shared/cors.ts";
 import { ApiError } from "../_shared/errors.ts";
-import { failure } from "../_shared/http.ts";
+import { failure, internalError, readJson, success } from "../_shared/http.ts";
+import { describeError } from "../_shared/log.ts";
+import { dispatchOperation } from "../_shared/operations.ts";
+import { enforceRateLimit } from "../_shared/rate_limit.ts";
 import type { Services } from "../_shared/services.ts";
+import { apiErrorFromSql } from "../_shared/sql_errors.ts";
+import { parseOrThrow } from "../_shared/validation.ts";
+import { ActionRequest, runAction } from "./actions.ts";
 
-export function createVmApi(_services: Services): (request: Request) => Promise<Response> {
-  return (request) => {
+export function createVmApi(services: Services): (request: Request) => Promise<Response> {
+  const { config, sql } = services;
+  const verify = createUserJwtVerifier(config.jwt);
+
+  return async (request) => {
     const requestId = crypto.randomUUID();
-    if (request.method !== "POST") {
-      return Promise.resolve(failure(
-        new ApiError("METHOD_NOT_ALLOWED", "Method not allowed: use POST", {
+    const log = services.log.with({ function: "vm-api", request_id: requestId });
+    const origin = request.headers.get("origin");
+    if (request.method === "OPTIONS") return preflight(origin, config.corsAllowedOrigins);
+    const headers = {
+      ...corsHeaders(origin, config.corsAllowedOrigins),
+      "x-request-id": requestId,
+    };
+
+    let action = "unknown";
+    try {
+      if (request.method !== "POST") {
+        throw new ApiError("METHOD_NOT_ALLOWED", "Method not allowed: use POST", {
           allow: "POST, OPTIONS",
-        }),
+        });
+      }
+      const identity = await verify(request.headers.get("authorization"));
+      if (!identity.ok) {
+        if (identity.failure === "key_source") {
+          log.error("user signing keys could not be fetched: check SUPABASE_JWKS_URL");
+          throw new ApiError(
+            "INTERNAL",
+            "Authentication is unavailable: the signing keys could not be loaded",
+          );
+        }
+        throw new ApiError("UNAUTHORIZED", identity.message);
+      }
+      const claims = identity.claims;
+      await enforceRateLimit(sql, `vm-api:user:${claims.sub}`, config.vmApiRateLimit);
+
+      const input = parseOrThrow(ActionRequest, await readJson(request, config.maxBodyBytes));
+      action = input.action;
+      const data = await runAction({
+        services,
+        claims,
         requestId,
-      ));
+        asUser: (run) => asUser(sql, claims, run),
+        dispatch: (operation) =>
+          services.background.run(
+            "compute dispatch",
+            () => dispatchOperation({ ...services, log }, operation),
+          ),
+      }, input);
+      log.info("vm-api request", { action, status: 200, user_id: claims.sub });
+      return success(data, headers);
+    } catch (error) {
+      const known = error instanceof ApiError ? error : apiErrorFromSql(error);
+      if (known) {
+        log.info("vm-api request refused", { action, status: known.status, error: known.message });
+        return failure(known, requestId, headers);
+      }
+      log.error("vm-api request failed", { action, status: 500, ...describeError(error) });
+      return failure(internalError(), requestId, headers);
     }
-    return Promise.resolve(
-      failure(new ApiError("BAD_REQUEST", "action: not implemented yet"), requestId),
-    );
   };
 }

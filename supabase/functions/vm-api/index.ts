@@ -1,4 +1,4 @@
 import { createServices } from "../_shared/services.ts";
 import { createVmApi } from "./handler.ts";
 
-Deno.serve(createVmApi(createServices()));
+Deno.serve(createVmApi(await createServices()));

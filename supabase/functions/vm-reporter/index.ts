@@ -1,4 +1,4 @@
 import { createServices } from "../_shared/services.ts";
 import { createVmReporter } from "./handler.ts";
 
-Deno.serve(createVmReporter(createServices()));
+Deno.serve(createVmReporter(await createServices()));

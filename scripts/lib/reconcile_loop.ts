@@ -1,0 +1,38 @@
+/**
+ * Runs the reconciler every `intervalMs` inside the local stack (hosted, a scheduler calls the
+ * vm-reconciler function instead). Runs never overlap within the process; stop() waits for the
+ * one in progress.
+ */
+import { describeError } from "../../supabase/functions/_shared/log.ts";
+import { reconcileOnce } from "../../supabase/functions/_shared/reconciler.ts";
+import type { Services } from "../../supabase/functions/_shared/services.ts";
+
+export function startReconcileLoop(
+  services: Services,
+  intervalMs: number,
+): { stop(): Promise<void> } {
+  const log = services.log.with({ component: "reconciler" });
+  let stopped = false;
+  let current: Promise<void> = Promise.resolve();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  const tick = () => {
+    current = reconcileOnce({ ...services, log })
+      .then((report) => {
+        if (report.dispatched || report.given_up || report.stuck) log.debug("run", { ...report });
+      })
+      .catch((error) => log.error("run failed", describeError(error)))
+      .finally(() => {
+        if (!stopped) timer = setTimeout(tick, intervalMs);
+      });
+  };
+  timer = setTimeout(tick, 0);
+
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await current;
+    },
+  };
+}

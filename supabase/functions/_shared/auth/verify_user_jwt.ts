@@ -1,0 +1,163 @@
+/**
+ * Verifies the user JWT that Supabase Auth issued, for `vm-api`.
+ *
+ * Supabase Auth signs user tokens either with the project's legacy shared secret (HS256) or with
+ * asymmetric keys it publishes as a JWKS (ES256/RS256), and a project rotating keys has both kinds
+ * in flight, so the key is chosen per token from its `alg`, and every other `alg` is refused before
+ * any key is touched so a token cannot pick a weaker path (`none`, or a public key used as an HMAC
+ * secret).
+ *
+ * The result tells a bad token (the caller's fault, 401) apart from a JWKS that cannot be fetched
+ * (the operator's fault, 500), so an outage of the key endpoint is not reported to users as "your
+ * session is invalid". Messages are fixed sentences that never echo the token, and nothing is
+ * logged here: the caller decides what to log.
+ */
+import {
+  createRemoteJWKSet,
+  decodeProtectedHeader,
+  errors,
+  type JWTPayload,
+  jwtVerify,
+  type JWTVerifyGetKey,
+} from "jose";
+import type { Config } from "../config.ts";
+
+export type UserClaims = {
+  sub: string;
+  role: "authenticated";
+  email?: string;
+  [k: string]: unknown;
+};
+
+export type VerifyResult =
+  | { ok: true; claims: UserClaims }
+  | { ok: false; failure: "missing" | "invalid" | "expired" | "key_source"; message: string };
+
+/** Short enough that a dead key endpoint fails the request well inside the function's own limit. */
+const DEFAULT_FETCH_TIMEOUT_MS = 3_000;
+/** jose's defaults, spelled out because they bound how often an isolate refetches the key set. */
+const JWKS_COOLDOWN_MS = 30_000;
+const JWKS_CACHE_MAX_AGE_MS = 600_000;
+/** Tolerates small clock drift between Supabase Auth and this host without extending sessions. */
+const CLOCK_TOLERANCE_S = 5;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const BEARER = /^Bearer +(\S+) *$/i;
+
+/** Marks a failure to obtain the key set itself, as opposed to a token the key set rejects. */
+class KeySourceUnavailable extends Error {
+  override readonly name = "KeySourceUnavailable";
+}
+
+const fail = (
+  failure: "missing" | "invalid" | "expired" | "key_source",
+  message: string,
+): VerifyResult => ({ ok: false, failure, message });
+
+const invalid = () => fail("invalid", "Invalid token");
+const algRefused = () => fail("invalid", "Token algorithm is not accepted");
+
+export function createUserJwtVerifier(
+  jwt: Config["jwt"],
+  options?: { fetchTimeoutMs?: number },
+): (authorizationHeader: string | null) => Promise<VerifyResult> {
+  const secret = jwt.secret === undefined ? undefined : new TextEncoder().encode(jwt.secret);
+  // Created once per verifier so the key set is fetched once per isolate and then served from
+  // jose's cache; creating it per request would fetch the JWKS on every call.
+  const jwksKey = jwt.jwksUrl === undefined ? undefined : remoteKeySet(jwt.jwksUrl, options);
+
+  return async (authorizationHeader) => {
+    const token = BEARER.exec(authorizationHeader?.trim() ?? "")?.[1];
+    if (token === undefined) return fail("missing", "Missing bearer token");
+
+    let alg: unknown;
+    try {
+      alg = decodeProtectedHeader(token).alg;
+    } catch {
+      return invalid();
+    }
+
+    const verifyOptions = {
+      audience: jwt.audience,
+      ...(jwt.issuer === undefined ? {} : { issuer: jwt.issuer }),
+      requiredClaims: ["exp", "sub"],
+      clockTolerance: CLOCK_TOLERANCE_S,
+    };
+    let payload: JWTPayload;
+    try {
+      if (alg === "HS256") {
+        if (secret === undefined) return algRefused();
+        ({ payload } = await jwtVerify(token, secret, { ...verifyOptions, algorithms: ["HS256"] }));
+      } else if (alg === "ES256" || alg === "RS256") {
+        if (jwksKey === undefined) return algRefused();
+        ({ payload } = await jwtVerify(token, jwksKey, { ...verifyOptions, algorithms: [alg] }));
+      } else {
+        return algRefused();
+      }
+    } catch (error) {
+      return classify(error);
+    }
+
+    if (payload.role !== "authenticated") {
+      return fail("invalid", "Token role must be authenticated");
+    }
+    if (typeof payload.sub !== "string" || !UUID.test(payload.sub)) {
+      return fail("invalid", "Token subject must be a user id");
+    }
+    const { email, ...rest } = payload;
+    return {
+      ok: true,
+      claims: {
+        ...rest,
+        sub: payload.sub,
+        role: "authenticated",
+        ...(typeof email === "string" ? { email } : {}),
+      },
+    };
+  };
+}
+
+function remoteKeySet(url: URL, options?: { fetchTimeoutMs?: number }): JWTVerifyGetKey {
+  const keySet = createRemoteJWKSet(url, {
+    timeoutDuration: options?.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
+    cooldownDuration: JWKS_COOLDOWN_MS,
+    cacheMaxAge: JWKS_CACHE_MAX_AGE_MS,
+  });
+  // jose reports an unreachable endpoint, a non-200 answer and a malformed set with assorted error
+  // types (some generic); wrapping the lookup separates them from "no key for this token" by where
+  // they were thrown rather than by guessing from codes.
+  return async (header, token) => {
+    try {
+      return await keySet(header, token);
+    } catch (error) {
+      // Rethrown as is: jose retries a multiple-match error through an iterator attached to it.
+      if (
+        error instanceof errors.JWKSNoMatchingKey ||
+        error instanceof errors.JWKSMultipleMatchingKeys
+      ) {
+        throw error;
+      }
+      throw new KeySourceUnavailable("JWKS unavailable", { cause: error });
+    }
+  };
+}
+
+function classify(error: unknown): VerifyResult {
+  if (error instanceof KeySourceUnavailable) {
+    return fail("key_source", "User signing keys are unavailable");
+  }
+  if (error instanceof errors.JWTExpired) return fail("expired", "Token has expired");
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    switch (error.claim) {
+      case "aud":
+        return fail("invalid", "Token audience is not accepted");
+      case "iss":
+        return fail("invalid", "Token issuer is not accepted");
+      case "exp":
+        return fail("invalid", "Token must have an expiry");
+      case "sub":
+        return fail("invalid", "Token subject must be a user id");
+    }
+  }
+  return invalid();
+}

@@ -1,0 +1,67 @@
+/**
+ * One reconciler run: sends the compute operations that are due (never sent, backed off after a
+ * failure, or abandoned by a process that died), gives up on those out of attempts, moves
+ * projects whose VM has reached its target state (provisioning/starting → active, stopping →
+ * stopped, deleting → removed), and records projects stuck in a transitional state.
+ *
+ * Runs may overlap (several processes, several schedulers): operations are claimed with
+ * SKIP LOCKED and a lease, and every transition is conditional on the status observed, so no
+ * step is done twice. Each run is bounded by `batchSize`.
+ */
+import type { Compute } from "./compute/compute.ts";
+import type { Config } from "./config.ts";
+import type { Sql } from "./db.ts";
+import { describeError, type Logger } from "./log.ts";
+import { type ClaimedOperation, dispatchOperation } from "./operations.ts";
+
+export interface ReconcilerDeps {
+  sql: Sql;
+  compute: Compute;
+  config: Config;
+  log: Logger;
+}
+
+export interface ReconcileReport {
+  dispatched: number;
+  given_up: number;
+  observed: Record<string, number>;
+  stuck: number;
+}
+
+export async function reconcileOnce(
+  deps: ReconcilerDeps,
+  batchSize = 100,
+): Promise<ReconcileReport> {
+  const { sql, compute, config, log } = deps;
+  const { leaseSeconds, maxAttempts } = config.operations;
+
+  const [{ given_up }] = await sql<[{ given_up: number }]>`
+    select private.expire_vm_operations(${maxAttempts}) as given_up`;
+
+  const due = await sql<{ op: ClaimedOperation }[]>`
+    select op from private.claim_vm_operations(${batchSize}, ${leaseSeconds}, ${maxAttempts}) op`;
+  await Promise.all(due.map(({ op }) => dispatchOperation(deps, op)));
+
+  const observed: Record<string, number> = {};
+  const projects = await sql<{ project_id: string; status: string }[]>`
+    select project_id, status from private.transitional_projects(${batchSize})`;
+  await Promise.all(projects.map(async ({ project_id, status }) => {
+    try {
+      const power = await compute.powerState(project_id);
+      const [{ outcome }] = await sql<[{ outcome: string }]>`
+        select private.observe_vm(${project_id}, ${status}, ${power.state}, ${
+        power.detail ?? null
+      }) as outcome`;
+      observed[outcome] = (observed[outcome] ?? 0) + 1;
+      if (outcome !== "unchanged") log.info("vm transition observed", { project_id, outcome });
+    } catch (error) {
+      log.warn("could not read a VM's power state", { project_id, ...describeError(error) });
+    }
+  }));
+
+  const [{ stuck }] = await sql<[{ stuck: number }]>`
+    select private.record_stuck_projects(${config.stuckAfterSeconds}) as stuck`;
+  await sql`select private.prune_rate_limits()`;
+
+  return { dispatched: due.length, given_up, observed, stuck };
+}

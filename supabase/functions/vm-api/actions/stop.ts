@@ -1,0 +1,13 @@
+import { z } from "zod";
+import { defineAction } from "../action.ts";
+import { projectId } from "../fields.ts";
+import { requestTransition } from "../transition.ts";
+
+export const stop = defineAction(
+  z.object({ action: z.literal("stop"), project_id: projectId }),
+  (ctx, input) =>
+    requestTransition(ctx, (tx) =>
+      tx`select private.vm_stop(
+        ${input.project_id}, ${ctx.services.config.operations.leaseSeconds}
+      ) as result`),
+);

@@ -1,0 +1,34 @@
+/**
+ * POST /functions/v1/vm-reconciler: one reconciler run, for a scheduler (pg_cron + pg_net when
+ * hosted). Callable only with `Authorization: Bearer <RECONCILER_SECRET>`; with no secret
+ * configured it refuses every call.
+ */
+import { bearerMatches } from "../_shared/auth/verify_secret.ts";
+import { ApiError } from "../_shared/errors.ts";
+import { failure, internalError, success } from "../_shared/http.ts";
+import { describeError } from "../_shared/log.ts";
+import { reconcileOnce } from "../_shared/reconciler.ts";
+import type { Services } from "../_shared/services.ts";
+
+export function createVmReconciler(services: Services): (request: Request) => Promise<Response> {
+  return async (request) => {
+    const requestId = crypto.randomUUID();
+    const log = services.log.with({ function: "vm-reconciler", request_id: requestId });
+    try {
+      if (request.method !== "POST") {
+        throw new ApiError("METHOD_NOT_ALLOWED", "Method not allowed: use POST", { allow: "POST" });
+      }
+      const secret = services.config.reconcilerSecret;
+      if (!secret || !(await bearerMatches(request.headers.get("authorization"), secret))) {
+        throw new ApiError("UNAUTHORIZED", "Missing or invalid reconciler secret");
+      }
+      const report = await reconcileOnce({ ...services, log });
+      log.info("reconciler run", { ...report });
+      return success(report);
+    } catch (error) {
+      if (error instanceof ApiError) return failure(error, requestId);
+      log.error("reconciler run failed", describeError(error));
+      return failure(internalError(), requestId);
+    }
+  };
+}

@@ -1,0 +1,712 @@
+-- =====================================================================================
+-- VM lifecycle: reporter tokens, the compute operations outbox, and the SQL functions
+-- behind every vm-api action and every platform-driven transition.
+--
+-- A user action is one call: it checks membership, moves the status with a conditional
+-- update (so of two concurrent requests only one can win), records activity, and
+-- records the compute operation to perform, already claimed for the caller, in the same
+-- transaction. The caller then asks the compute driver; if that fails or the process
+-- dies, the operation's lease runs out and the reconciler takes it over.
+--
+-- Errors meant for the caller carry SQLSTATEs of class VA: VA400 (not allowed now),
+-- VA403 (not a member, or no such project: the two are indistinguishable on purpose).
+-- =====================================================================================
+
+-- -------------------------------------------------------------------------------------
+-- Reporter tokens: only SHA-256 hashes are stored.
+-- -------------------------------------------------------------------------------------
+create table private.reporter_tokens (
+  id uuid primary key default gen_random_uuid(),
+  project_id uuid not null references public.projects (id) on delete cascade,
+  token_hash bytea not null unique check (octet_length(token_hash) = 32),
+  -- Who asked for it: 'provision' (given to the VM) or 'operator' (deno task reporter-token).
+  source text not null check (source in ('provision', 'operator')),
+  created_at timestamptz not null default now(),
+  -- Null: valid until revoked. Set on older tokens when a new one is issued (the overlap).
+  expires_at timestamptz,
+  revoked_at timestamptz
+);
+
+create index reporter_tokens_project_id_idx on private.reporter_tokens (project_id);
+
+alter table private.reporter_tokens enable row level security;
+revoke all on private.reporter_tokens from public, anon, authenticated;
+
+/**
+ * Stores a new token (its hash) for the project. Tokens issued before it stay valid for
+ * `p_overlap` more (zero: revoked now), so a VM can switch without a gap.
+ */
+create or replace function private.issue_reporter_token(
+  p_project_id uuid,
+  p_token_hash bytea,
+  p_source text,
+  p_overlap interval default '24 hours'
+) returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_id uuid;
+begin
+  perform 1 from public.projects where id = p_project_id for update;
+  if not found then
+    raise exception 'Project % does not exist', p_project_id using errcode = 'VA404';
+  end if;
+  update private.reporter_tokens
+    set expires_at = least(coalesce(expires_at, 'infinity'), now() + p_overlap)
+    where project_id = p_project_id and revoked_at is null;
+  insert into private.reporter_tokens (project_id, token_hash, source)
+    values (p_project_id, p_token_hash, p_source)
+    returning id into v_id;
+  return v_id;
+end;
+$$;
+
+/**
+ * Revokes every token of the project at once (a VM that must no longer report).
+ */
+create or replace function private.revoke_reporter_tokens(p_project_id uuid) returns integer
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  with revoked as (
+    update private.reporter_tokens set revoked_at = now()
+    where project_id = p_project_id and revoked_at is null
+    returning 1
+  )
+  select count(*)::integer from revoked;
+$$;
+
+-- -------------------------------------------------------------------------------------
+-- The compute operations outbox.
+-- -------------------------------------------------------------------------------------
+create table private.vm_operations (
+  id uuid primary key default gen_random_uuid(),
+  project_id uuid not null references public.projects (id) on delete cascade,
+  kind text not null check (kind in ('provision', 'start', 'deallocate', 'delete')),
+  force boolean not null default false,
+  -- pending: to send (or being sent: a claim pushes next_attempt_at out by a lease);
+  -- submitted: the driver accepted it; succeeded: the VM reached the target state;
+  -- failed: given up; superseded: a later action made it moot.
+  state text not null default 'pending'
+    check (state in ('pending', 'submitted', 'succeeded', 'failed', 'superseded')),
+  attempts integer not null default 0,
+  next_attempt_at timestamptz not null default now(),
+  last_error text,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now()
+);
+
+create index vm_operations_due_idx on private.vm_operations (next_attempt_at)
+  where state = 'pending';
+create index vm_operations_project_id_idx on private.vm_operations (project_id, created_at desc);
+
+create trigger vm_operations_touch_updated_at
+  before update on private.vm_operations
+  for each row execute function private.touch_updated_at();
+
+alter table private.vm_operations enable row level security;
+revoke all on private.vm_operations from public, anon, authenticated;
+
+-- -------------------------------------------------------------------------------------
+-- Helpers
+-- -------------------------------------------------------------------------------------
+
+/**
+ * ISO 8601 UTC with milliseconds, the timestamp format of every answer.
+ */
+create or replace function private.iso8601(p_at timestamptz) returns text
+language sql
+immutable
+set search_path = ''
+as $$
+  select to_char(p_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"');
+$$;
+
+create or replace function private.record_activity(
+  p_project_id uuid,
+  p_action text,
+  p_details jsonb default '{}'
+) returns void
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  insert into public.project_activity (project_id, action, details)
+  values (p_project_id, p_action, coalesce(p_details, '{}'::jsonb));
+$$;
+
+/**
+ * Refuses (VA400) when the organization already has `p_limit` projects that are not stopped.
+ * Locks the organization row first, so concurrent creates and starts count one at a time.
+ */
+create or replace function private.assert_active_project_capacity(
+  p_organization_id uuid,
+  p_limit integer
+) returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_active integer;
+begin
+  if p_limit is null then
+    return;
+  end if;
+  perform 1 from public.organizations where id = p_organization_id for update;
+  select count(*) into v_active
+    from public.projects
+    where organization_id = p_organization_id and status <> 'stopped';
+  if v_active >= p_limit then
+    raise exception 'Active project limit reached: this organization already has % of % allowed projects running. Stop a project first.',
+      v_active, p_limit
+      using errcode = 'VA400';
+  end if;
+end;
+$$;
+
+/**
+ * Records a compute operation for the project, superseding any still pending, and claims it
+ * for the caller for `p_lease_seconds` (attempt 1). Returns its id.
+ */
+create or replace function private.enqueue_vm_operation(
+  p_project_id uuid,
+  p_kind text,
+  p_force boolean,
+  p_lease_seconds integer
+) returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_id uuid;
+begin
+  update private.vm_operations set state = 'superseded'
+    where project_id = p_project_id and state in ('pending', 'submitted');
+  insert into private.vm_operations (project_id, kind, force, attempts, next_attempt_at)
+    values (p_project_id, p_kind, p_force, 1, clock_timestamp() + make_interval(secs => p_lease_seconds))
+    returning id into v_id;
+  return v_id;
+end;
+$$;
+
+/**
+ * An operation with what a driver needs of its project, as the callers of the actions get it.
+ */
+create or replace function private.operation_json(p_operation_id uuid) returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'operation_id', o.id, 'kind', o.kind, 'force', o.force, 'attempts', o.attempts,
+    'project_id', p.id, 'organization_id', p.organization_id, 'name', p.name,
+    'region', p.region, 'vm_size', p.vm_size
+  )
+  from private.vm_operations o join public.projects p on p.id = o.project_id
+  where o.id = p_operation_id;
+$$;
+
+/**
+ * The user-requested transitions: membership, the conditional status update, activity and
+ * the compute operation, atomically. Returns {project_id, status, operation}.
+ */
+create or replace function private.request_transition(
+  p_project_id uuid,
+  p_allowed_from text[],
+  p_to text,
+  p_action text,
+  p_operation text,
+  p_force boolean,
+  p_details jsonb,
+  p_lease_seconds integer,
+  p_active_limit integer default null
+) returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_current text;
+  v_organization_id uuid;
+  v_operation_id uuid;
+begin
+  if not private.is_project_member(p_project_id) then
+    raise exception 'You are not a member of this project' using errcode = 'VA403';
+  end if;
+
+  select status, organization_id into v_current, v_organization_id
+    from public.projects where id = p_project_id;
+  if p_to = 'starting' and v_current = 'stopped' then
+    perform private.assert_active_project_capacity(v_organization_id, p_active_limit);
+  end if;
+
+  update public.projects
+    set status = p_to,
+        health_status = case when p_to = 'starting' then 'initializing' else health_status end
+    where id = p_project_id and status = any (p_allowed_from)
+    returning status into v_current;
+  if not found then
+    select status into v_current from public.projects where id = p_project_id;
+    raise exception 'Cannot % a project that is %: % needs status %.',
+      p_action, v_current, p_action, array_to_string(p_allowed_from, ' or ')
+      using errcode = 'VA400';
+  end if;
+
+  perform private.record_activity(p_project_id, format('vm_%s_requested', p_action), p_details);
+  v_operation_id := private.enqueue_vm_operation(p_project_id, p_operation, p_force, p_lease_seconds);
+  return jsonb_build_object(
+    'project_id', p_project_id, 'status', p_to,
+    'operation', private.operation_json(v_operation_id)
+  );
+end;
+$$;
+
+-- -------------------------------------------------------------------------------------
+-- vm-api actions (called as role authenticated, with request.jwt.claims set)
+-- -------------------------------------------------------------------------------------
+
+/**
+ * create: a new project in `provisioning`, the caller its owner, provisioning recorded.
+ */
+create or replace function private.vm_create(
+  p_organization_id uuid,
+  p_name text,
+  p_region text,
+  p_vm_size text,
+  p_lease_seconds integer,
+  p_active_limit integer default null
+) returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_user_id uuid := auth.uid();
+  v_project_id uuid;
+  v_operation_id uuid;
+begin
+  if v_user_id is null or not private.is_organization_member(p_organization_id) then
+    raise exception 'You are not a member of this organization' using errcode = 'VA403';
+  end if;
+  perform private.assert_active_project_capacity(p_organization_id, p_active_limit);
+
+  insert into public.projects (organization_id, name, region, vm_size, status, health_status)
+    values (p_organization_id, p_name, p_region, p_vm_size, 'provisioning', 'initializing')
+    returning id into v_project_id;
+  insert into public.project_members (project_id, user_id, role)
+    values (v_project_id, v_user_id, 'owner');
+  perform private.record_activity(v_project_id, 'vm_create_requested',
+    jsonb_build_object('name', p_name, 'region', p_region, 'vm_size', p_vm_size));
+  v_operation_id := private.enqueue_vm_operation(v_project_id, 'provision', false, p_lease_seconds);
+  return jsonb_build_object(
+    'project_id', v_project_id, 'status', 'provisioning',
+    'operation', private.operation_json(v_operation_id)
+  );
+end;
+$$;
+
+create or replace function private.vm_start(
+  p_project_id uuid,
+  p_lease_seconds integer,
+  p_active_limit integer default null
+) returns jsonb
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  select private.request_transition(
+    p_project_id, array['stopped'], 'starting', 'start', 'start', false, '{}'::jsonb,
+    p_lease_seconds, p_active_limit
+  );
+$$;
+
+create or replace function private.vm_stop(p_project_id uuid, p_lease_seconds integer)
+returns jsonb
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  select private.request_transition(
+    p_project_id, array['active', 'running'], 'stopping', 'stop', 'deallocate', false,
+    '{}'::jsonb, p_lease_seconds
+  );
+$$;
+
+/**
+ * delete: from stopped; with force from any state (from deleting it sends the delete again).
+ */
+create or replace function private.vm_delete(
+  p_project_id uuid,
+  p_force boolean,
+  p_lease_seconds integer
+) returns jsonb
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  select private.request_transition(
+    p_project_id,
+    case when p_force
+      then array['provisioning', 'active', 'running', 'stopping', 'stopped', 'starting', 'deleting']
+      else array['stopped']
+    end,
+    'deleting', 'delete', 'delete', p_force, jsonb_build_object('force', p_force),
+    p_lease_seconds
+  );
+$$;
+
+/**
+ * status: the Project resource, whether it is stuck, and the last 5 activity entries.
+ */
+create or replace function private.vm_status(p_project_id uuid, p_stuck_after_seconds integer)
+returns jsonb
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  v_project public.projects;
+  v_stuck boolean;
+begin
+  if not private.is_project_member(p_project_id) then
+    raise exception 'You are not a member of this project' using errcode = 'VA403';
+  end if;
+  select * into v_project from public.projects where id = p_project_id;
+  v_stuck := v_project.status in ('provisioning', 'starting', 'stopping', 'deleting')
+    and v_project.status_changed_at < now() - make_interval(secs => p_stuck_after_seconds);
+  return jsonb_build_object(
+    'project', jsonb_build_object(
+      'id', v_project.id,
+      'organization_id', v_project.organization_id,
+      'name', v_project.name,
+      'status', v_project.status,
+      'health_status', v_project.health_status,
+      'region', v_project.region,
+      'vm_size', v_project.vm_size,
+      'created_at', private.iso8601(v_project.created_at),
+      'updated_at', private.iso8601(v_project.updated_at),
+      'status_changed_at', private.iso8601(v_project.status_changed_at),
+      'last_error', v_project.last_error,
+      'stuck', v_stuck
+    ),
+    'recent_activity', coalesce((
+      select jsonb_agg(jsonb_build_object(
+        'action', a.action, 'details', a.details, 'created_at', private.iso8601(a.created_at)
+      ) order by a.created_at desc, a.id desc)
+      from (
+        select * from public.project_activity
+        where project_id = p_project_id
+        order by created_at desc, id desc
+        limit 5
+      ) a
+    ), '[]'::jsonb)
+  ) || case when v_stuck then jsonb_build_object('message', format(
+    'This project has been %s for more than %s minutes. Please contact support.',
+    v_project.status, round(p_stuck_after_seconds / 60.0, 1)
+  )) else '{}'::jsonb end;
+end;
+$$;
+
+-- -------------------------------------------------------------------------------------
+-- The platform side (vm-api after its commit, and the reconciler)
+-- -------------------------------------------------------------------------------------
+
+/**
+ * Claims due operations (never sent, failed and backed off, or whose lease ran out) for
+ * `p_lease_seconds`. SKIP LOCKED: concurrent reconcilers take disjoint sets.
+ */
+create or replace function private.claim_vm_operations(
+  p_limit integer,
+  p_lease_seconds integer,
+  p_max_attempts integer
+) returns setof jsonb
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  with due as (
+    select o.id
+    from private.vm_operations o
+    where o.state = 'pending'
+      and o.next_attempt_at <= clock_timestamp()
+      and o.attempts < p_max_attempts
+    order by o.next_attempt_at
+    limit p_limit
+    for update skip locked
+  )
+  update private.vm_operations o
+    set attempts = o.attempts + 1,
+        next_attempt_at = clock_timestamp() + make_interval(secs => p_lease_seconds)
+  from due, public.projects p
+  where o.id = due.id and p.id = o.project_id
+  returning jsonb_build_object(
+    'operation_id', o.id, 'kind', o.kind, 'force', o.force, 'attempts', o.attempts,
+    'project_id', p.id, 'organization_id', p.organization_id, 'name', p.name,
+    'region', p.region, 'vm_size', p.vm_size
+  );
+$$;
+
+create or replace function private.vm_operation_submitted(p_operation_id uuid) returns void
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  update private.vm_operations set state = 'submitted', last_error = null
+  where id = p_operation_id and state = 'pending';
+$$;
+
+/**
+ * Gives up on an operation: the project gets a readable last_error, an activity entry, and a
+ * status the user can act on (the one it had before the request where that is still true).
+ */
+create or replace function private.fail_vm_operation(p_operation_id uuid, p_error text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_op private.vm_operations;
+  v_status text;
+begin
+  update private.vm_operations set state = 'failed', last_error = p_error
+    where id = p_operation_id and state in ('pending', 'submitted')
+    returning * into v_op;
+  if not found then
+    return;
+  end if;
+  -- Where the VM is after a failed operation: a failed create or start leaves no running
+  -- VM (start again, or delete); a failed stop leaves it running (stop again); a failed
+  -- delete stays deleting (delete with force sends it again).
+  v_status := case v_op.kind
+    when 'provision' then 'stopped'
+    when 'start' then 'stopped'
+    when 'deallocate' then 'active'
+    else 'deleting'
+  end;
+  update public.projects
+    set last_error = p_error,
+        status = v_status,
+        health_status = case when v_status = 'stopped' then 'unhealthy' else health_status end
+    where id = v_op.project_id;
+  perform private.record_activity(v_op.project_id, format('vm_%s_failed', v_op.kind),
+    jsonb_build_object('error', p_error, 'attempts', v_op.attempts));
+end;
+$$;
+
+/**
+ * A failed attempt: retried after an exponential backoff while attempts remain and the error
+ * is retryable, otherwise given up (fail_vm_operation).
+ */
+create or replace function private.retry_vm_operation(
+  p_operation_id uuid,
+  p_error text,
+  p_retryable boolean,
+  p_max_attempts integer,
+  p_backoff_seconds integer
+) returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_attempts integer;
+begin
+  select attempts into v_attempts from private.vm_operations
+    where id = p_operation_id and state = 'pending' for update;
+  if not found then
+    return 'gone';
+  end if;
+  if p_retryable and v_attempts < p_max_attempts then
+    update private.vm_operations
+      set last_error = p_error,
+          next_attempt_at = clock_timestamp()
+            + make_interval(secs => least(300, p_backoff_seconds * power(2, v_attempts - 1)))
+      where id = p_operation_id;
+    return 'retry';
+  end if;
+  perform private.fail_vm_operation(p_operation_id, p_error);
+  return 'failed';
+end;
+$$;
+
+/**
+ * Gives up on operations whose last allowed attempt was claimed but never reported back.
+ */
+create or replace function private.expire_vm_operations(p_max_attempts integer) returns integer
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_op record;
+  v_count integer := 0;
+begin
+  for v_op in
+    select id, last_error from private.vm_operations
+    where state = 'pending' and attempts >= p_max_attempts and next_attempt_at <= clock_timestamp()
+    for update skip locked
+  loop
+    perform private.fail_vm_operation(v_op.id, coalesce(v_op.last_error,
+      format('The compute request was not confirmed after %s attempts', p_max_attempts)));
+    v_count := v_count + 1;
+  end loop;
+  return v_count;
+end;
+$$;
+
+/**
+ * Projects waiting for the platform: in a transitional state with their operation sent.
+ */
+create or replace function private.transitional_projects(p_limit integer) returns table (
+  project_id uuid,
+  status text,
+  operation_id uuid,
+  operation_kind text
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select p.id, p.status, o.id, o.kind
+  from public.projects p
+  left join lateral (
+    select id, kind from private.vm_operations
+    where project_id = p.id and state = 'submitted'
+    order by created_at desc limit 1
+  ) o on true
+  where p.status in ('provisioning', 'starting', 'stopping', 'deleting')
+  order by p.status_changed_at
+  limit p_limit;
+$$;
+
+/**
+ * Applies what the driver observed to a project still in `p_from`. Conditional on the status,
+ * so two reconcilers observing the same VM act once. Returns the outcome:
+ * 'active', 'stopped', 'deleted', 'failed' or 'unchanged'.
+ */
+create or replace function private.observe_vm(
+  p_project_id uuid,
+  p_from text,
+  p_power_state text,
+  p_detail text default null
+) returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_operation_id uuid;
+begin
+  perform 1 from public.projects where id = p_project_id and status = p_from for update;
+  if not found then
+    return 'unchanged';
+  end if;
+  select id into v_operation_id from private.vm_operations
+    where project_id = p_project_id and state = 'submitted'
+    order by created_at desc limit 1;
+
+  if p_power_state = 'failed' and v_operation_id is not null then
+    perform private.fail_vm_operation(v_operation_id,
+      coalesce(p_detail, 'The VM reported a failed provisioning state'));
+    return 'failed';
+  end if;
+
+  if p_from in ('provisioning', 'starting') and p_power_state = 'running' then
+    update public.projects set status = 'active', last_error = null where id = p_project_id;
+    perform private.record_activity(p_project_id,
+      case when p_from = 'provisioning' then 'vm_ready' else 'vm_started' end);
+  elsif p_from = 'stopping' and p_power_state = 'deallocated' then
+    update public.projects set status = 'stopped', last_error = null where id = p_project_id;
+    perform private.record_activity(p_project_id, 'vm_stopped');
+  elsif p_from = 'deleting' and p_power_state = 'gone' then
+    -- Cascades to members, activity, tokens, operations and every reported row.
+    delete from public.projects where id = p_project_id;
+    return 'deleted';
+  else
+    return 'unchanged';
+  end if;
+  update private.vm_operations set state = 'succeeded'
+    where project_id = p_project_id and state = 'submitted';
+  return case when p_from = 'stopping' then 'stopped' else 'active' end;
+end;
+$$;
+
+/**
+ * Records, once per stay, that a project has been in a transitional state too long.
+ */
+create or replace function private.record_stuck_projects(p_stuck_after_seconds integer)
+returns integer
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_project record;
+  v_count integer := 0;
+begin
+  for v_project in
+    update public.projects set stuck_recorded_at = now()
+    where status in ('provisioning', 'starting', 'stopping', 'deleting')
+      and stuck_recorded_at is null
+      and status_changed_at < now() - make_interval(secs => p_stuck_after_seconds)
+    returning id, status, status_changed_at
+  loop
+    perform private.record_activity(v_project.id, 'vm_stuck', jsonb_build_object(
+      'status', v_project.status, 'since', private.iso8601(v_project.status_changed_at)
+    ));
+    v_count := v_count + 1;
+  end loop;
+  return v_count;
+end;
+$$;
+
+-- -------------------------------------------------------------------------------------
+-- Privileges: the actions are for signed-in users (behind vm-api); the rest is the
+-- platform's (the connecting role owns them; service_role is granted for clarity).
+-- -------------------------------------------------------------------------------------
+grant execute on function
+  private.vm_create(uuid, text, text, text, integer, integer),
+  private.vm_start(uuid, integer, integer),
+  private.vm_stop(uuid, integer),
+  private.vm_delete(uuid, boolean, integer),
+  private.vm_status(uuid, integer)
+to authenticated;
+
+grant execute on function
+  private.issue_reporter_token(uuid, bytea, text, interval),
+  private.revoke_reporter_tokens(uuid),
+  private.claim_vm_operations(integer, integer, integer),
+  private.vm_operation_submitted(uuid),
+  private.fail_vm_operation(uuid, text),
+  private.retry_vm_operation(uuid, text, boolean, integer, integer),
+  private.expire_vm_operations(integer),
+  private.transitional_projects(integer),
+  private.observe_vm(uuid, text, text, text),
+  private.record_stuck_projects(integer)
+to service_role;
