@@ -1,5 +1,5 @@
 /** Calls vm-api on a test server the way the dashboard does, and reads the answer. */
-import { mintUserJwt, type MintOptions } from "../../scripts/lib/jwt.ts";
+import { type MintOptions, mintUserJwt } from "../../scripts/lib/jwt.ts";
 import type { TestServer } from "./server.ts";
 
 export interface ApiAnswer {
@@ -22,7 +22,11 @@ export function vmApi(server: TestServer) {
   const url = server.functionUrl("vm-api");
   return {
     url,
-    async call(userId: string | null, body: unknown, options: CallOptions = {}): Promise<ApiAnswer> {
+    async call(
+      userId: string | null,
+      body: unknown,
+      options: CallOptions = {},
+    ): Promise<ApiAnswer> {
       const headers: Record<string, string> = {
         "content-type": "application/json",
         ...(options.origin ? { origin: options.origin } : {}),
