@@ -8,6 +8,8 @@ import { describeError, type Logger } from "./log.ts";
 
 export interface Background {
   run(label: string, work: () => Promise<unknown>): void;
+  /** Registers work to start when settling begins (e.g. flushing a buffer). */
+  beforeSettle(work: () => Promise<unknown>): void;
   /** Resolves when everything started so far has finished. */
   settled(): Promise<void>;
 }
@@ -16,7 +18,11 @@ declare const EdgeRuntime: { waitUntil(promise: Promise<unknown>): void } | unde
 
 export function createBackground(log: Logger): Background {
   const pending = new Set<Promise<unknown>>();
+  const flushers: (() => Promise<unknown>)[] = [];
   return {
+    beforeSettle(work) {
+      flushers.push(work);
+    },
     run(label, work) {
       const task = work().catch((error) => log.error(`${label} failed`, describeError(error)))
         .finally(() => pending.delete(task));
@@ -24,7 +30,7 @@ export function createBackground(log: Logger): Background {
       if (typeof EdgeRuntime !== "undefined") EdgeRuntime.waitUntil(task);
     },
     async settled() {
-      await Promise.allSettled([...pending]);
+      await Promise.allSettled([...pending, ...flushers.map((flush) => flush())]);
     },
   };
 }

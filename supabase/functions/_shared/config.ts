@@ -23,6 +23,8 @@ const EnvSchema = z.object({
   MAX_BODY_BYTES: positiveInt(1_048_576),
   VM_API_RATE_LIMIT: positiveInt(20),
   VM_REPORTER_RATE_LIMIT: positiveInt(100),
+  VM_REPORTER_UNAUTHENTICATED_LIMIT: positiveInt(30),
+  COMMAND_LEASE_SECONDS: positiveInt(900),
   ACTIVE_PROJECT_LIMIT: z.coerce.number().int().positive().optional(),
   STUCK_AFTER_SECONDS: positiveInt(300),
   COMPUTE_DRIVER: z.enum(["local", "azure"]).default("local"),
@@ -47,6 +49,10 @@ export interface Config {
   maxBodyBytes: number;
   vmApiRateLimit: number;
   vmReporterRateLimit: number;
+  /** Failed reporter authentications allowed per minute per project ID. */
+  vmReporterUnauthenticatedLimit: number;
+  /** How long a polled command is leased before it is delivered again. */
+  commandLeaseSeconds: number;
   activeProjectLimit: number | null;
   stuckAfterSeconds: number;
   computeDriver: "local" | "azure";
@@ -109,6 +115,8 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     maxBodyBytes: e.MAX_BODY_BYTES,
     vmApiRateLimit: e.VM_API_RATE_LIMIT,
     vmReporterRateLimit: e.VM_REPORTER_RATE_LIMIT,
+    vmReporterUnauthenticatedLimit: e.VM_REPORTER_UNAUTHENTICATED_LIMIT,
+    commandLeaseSeconds: e.COMMAND_LEASE_SECONDS,
     activeProjectLimit: e.ACTIVE_PROJECT_LIMIT ?? null,
     stuckAfterSeconds: e.STUCK_AFTER_SECONDS,
     computeDriver: e.COMPUTE_DRIVER,

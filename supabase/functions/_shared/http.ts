@@ -30,10 +30,18 @@ export const internalError = () =>
  * Reads and parses a JSON body of at most `maxBytes` bytes. A declared or streamed size over the
  * limit stops reading at once (413); the rest of the body is never buffered.
  */
-export async function readJson(request: Request, maxBytes: number): Promise<unknown> {
+export async function readJson(
+  request: Request,
+  maxBytes: number,
+  options: { emptyAs?: unknown } = {},
+): Promise<unknown> {
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
-  if (!request.body) throw new ApiError("BAD_REQUEST", "Request body is required (a JSON object)");
+  const empty = () => {
+    if ("emptyAs" in options) return options.emptyAs;
+    throw new ApiError("BAD_REQUEST", "Request body is required (a JSON object)");
+  };
+  if (!request.body) return empty();
 
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -48,7 +56,7 @@ export async function readJson(request: Request, maxBytes: number): Promise<unkn
     }
     chunks.push(value);
   }
-  if (size === 0) throw new ApiError("BAD_REQUEST", "Request body is required (a JSON object)");
+  if (size === 0) return empty();
 
   const bytes = new Uint8Array(size);
   let offset = 0;

@@ -2,7 +2,8 @@
  * One reconciler run: sends the compute operations that are due (never sent, backed off after a
  * failure, or abandoned by a process that died), gives up on those out of attempts, moves
  * projects whose VM has reached its target state (provisioning/starting → active, stopping →
- * stopped, deleting → removed), and records projects stuck in a transitional state.
+ * stopped, deleting → removed), records projects stuck in a transitional state, and expires
+ * approvals and commands that ran out of time.
  *
  * Runs may overlap (several processes, several schedulers): operations are claimed with
  * SKIP LOCKED and a lease, and every transition is conditional on the status observed, so no
@@ -26,6 +27,8 @@ export interface ReconcileReport {
   given_up: number;
   observed: Record<string, number>;
   stuck: number;
+  /** Approvals expired (and the VM told) and commands ended for want of delivery. */
+  reporter: { approvals_expired: number; commands_ended: number };
 }
 
 export async function reconcileOnce(
@@ -61,7 +64,9 @@ export async function reconcileOnce(
 
   const [{ stuck }] = await sql<[{ stuck: number }]>`
     select private.record_stuck_projects(${config.stuckAfterSeconds}) as stuck`;
+  const [{ reporter }] = await sql<[{ reporter: ReconcileReport["reporter"] }]>`
+    select private.sweep_reporter_state(${batchSize}) as reporter`;
   await sql`select private.prune_rate_limits()`;
 
-  return { dispatched: due.length, given_up, observed, stuck };
+  return { dispatched: due.length, given_up, observed, stuck, reporter };
 }

@@ -1,16 +1,149 @@
-import { ApiError } from "../_shared/errors.ts";
-import { failure } from "../_shared/http.ts";
+/**
+ * POST /functions/v1/vm-reporter/<route>: what VMs call on every agent cycle.
+ *
+ * method → route → X-Project-ID → bearer token shape → body (size limit, JSON) → schema →
+ * ONE SQL call (private.reporter_call: token hash lookup, the project's rate budget, the write)
+ * → answer. A body that fails validation still goes through authentication first (a caller
+ * without a valid token hears 401, not what was wrong with its body). Every request, whatever
+ * its outcome, becomes a row of the request log. No CORS: only machines call this.
+ */
+import { ApiError, type ErrorCode } from "../_shared/errors.ts";
+import { failure, internalError, pathBelow, readJson, success } from "../_shared/http.ts";
+import { describeError } from "../_shared/log.ts";
+import { hashReporterToken, looksLikeReporterToken } from "../_shared/reporter_token.ts";
 import type { Services } from "../_shared/services.ts";
+import { parseOrThrow } from "../_shared/validation.ts";
+import { createRequestLog } from "./request_log.ts";
+import { routes } from "./routes.ts";
 
-export function createVmReporter(_services: Services): (request: Request) => Promise<Response> {
-  return (request) => {
-    const requestId = crypto.randomUUID();
-    if (request.method !== "POST") {
-      return Promise.resolve(failure(
-        new ApiError("METHOD_NOT_ALLOWED", "Method not allowed: use POST", { allow: "POST" }),
-        requestId,
-      ));
-    }
-    return Promise.resolve(failure(new ApiError("NOT_FOUND", "Unknown route"), requestId));
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_LOGGED_ROUTE = 200;
+
+interface SqlAnswer {
+  status: number;
+  data?: unknown;
+  error?: string;
+  retry_after?: number;
+}
+
+export function createVmReporter(services: Services): (request: Request) => Promise<Response> {
+  const { config, sql } = services;
+  const requestLog = createRequestLog(sql, services.background, services.log);
+  const settings = sql.json({
+    rate_limit: config.vmReporterRateLimit,
+    unauthenticated_limit: config.vmReporterUnauthenticatedLimit,
+    command_lease_seconds: config.commandLeaseSeconds,
+  });
+
+  const call = async (
+    projectId: string,
+    tokenHash: Uint8Array,
+    route: string | null,
+    body: unknown,
+  ) => {
+    const [row] = await sql<[{ answer: SqlAnswer }]>`
+      select private.reporter_call(
+        ${projectId}, ${tokenHash}, ${route}, ${sql.json((body ?? null) as never)}, ${settings}
+      ) as answer`;
+    return row.answer;
   };
+
+  return async (request) => {
+    const started = performance.now();
+    const requestId = crypto.randomUUID();
+    const log = services.log.with({ function: "vm-reporter", request_id: requestId });
+    const route = pathBelow(request.url, "vm-reporter").slice(0, MAX_LOGGED_ROUTE);
+    const projectHeader = request.headers.get("x-project-id")?.trim() ?? "";
+    const projectId = UUID.test(projectHeader) ? projectHeader.toLowerCase() : null;
+
+    let response: Response;
+    try {
+      response = await answer();
+    } catch (error) {
+      const known = error instanceof ApiError ? error : undefined;
+      if (known) {
+        response = failure(known, requestId);
+      } else {
+        log.error("vm-reporter request failed", {
+          route,
+          project_id: projectId,
+          ...describeError(error),
+        });
+        response = failure(internalError(), requestId);
+      }
+    }
+    response.headers.set("x-request-id", requestId);
+    requestLog.add({
+      project_id: projectId,
+      route,
+      status_code: response.status,
+      latency_ms: Math.round((performance.now() - started) * 1000) / 1000,
+      error_message: response.ok ? null : await errorOf(response),
+      created_at: new Date().toISOString(),
+    });
+    return response;
+
+    async function answer(): Promise<Response> {
+      if (request.method !== "POST") {
+        throw new ApiError("METHOD_NOT_ALLOWED", "Method not allowed: use POST", { allow: "POST" });
+      }
+      const definition = routes[route];
+      if (!definition) throw new ApiError("NOT_FOUND", `Unknown route: ${route}`);
+      if (!projectHeader) throw new ApiError("BAD_REQUEST", "Missing X-Project-ID header");
+      if (!projectId) throw new ApiError("BAD_REQUEST", "X-Project-ID must be a project UUID");
+      const token = /^Bearer +(\S+)$/i.exec(request.headers.get("authorization")?.trim() ?? "")
+        ?.[1];
+      // A value that cannot be a token is refused without asking the database.
+      if (!token || !looksLikeReporterToken(token)) throw unauthorized();
+      const tokenHash = await hashReporterToken(token);
+
+      let body: unknown;
+      try {
+        body = parseOrThrow(
+          definition.schema,
+          await readJson(request, config.maxBodyBytes, { emptyAs: {} }),
+        );
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        // Authenticate (and spend budget) before telling anyone what was wrong with the body.
+        const auth = await call(projectId, tokenHash, null, null);
+        if (auth.status !== 200) throw fromSql(auth);
+        throw error;
+      }
+
+      const result = await call(projectId, tokenHash, route, body);
+      if (result.status !== 200) throw fromSql(result);
+      log.debug("vm-reporter request", { route, project_id: projectId });
+      return success(result.data);
+    }
+  };
+}
+
+function unauthorized(): ApiError {
+  return new ApiError("UNAUTHORIZED", "Missing or invalid reporter token");
+}
+
+const CODE_OF_STATUS: Record<number, ErrorCode> = {
+  400: "BAD_REQUEST",
+  401: "UNAUTHORIZED",
+  404: "NOT_FOUND",
+  409: "CONFLICT",
+  429: "RATE_LIMITED",
+};
+
+function fromSql(answer: SqlAnswer): ApiError {
+  const code = CODE_OF_STATUS[answer.status] ?? "INTERNAL";
+  const headers: Record<string, string> = answer.retry_after
+    ? { "retry-after": String(answer.retry_after) }
+    : {};
+  return new ApiError(code, answer.error ?? "Request failed", headers);
+}
+
+async function errorOf(response: Response): Promise<string | null> {
+  try {
+    const body = await response.clone().json() as { error?: unknown };
+    return typeof body.error === "string" ? body.error : null;
+  } catch {
+    return null;
+  }
 }

@@ -1,0 +1,36 @@
+/** Field rules the reporter routes share; bounds match the columns they are stored in. */
+import { z } from "zod";
+
+const INT4_MAX = 2_147_483_647;
+
+export const uuid = z.uuid({ error: "must be a UUID string" });
+export const timestamp = z.iso.datetime({
+  offset: true,
+  error: "must be an ISO 8601 timestamp, e.g. 2026-01-31T12:00:00Z",
+});
+export const count = z.int({ error: "must be an integer" })
+  .min(0, { error: "must be >= 0" })
+  .max(INT4_MAX, { error: `must be <= ${INT4_MAX}` });
+export const percent = z.number({ error: "must be a number" })
+  .min(0, { error: "must be between 0 and 100" })
+  .max(100, { error: "must be between 0 and 100" });
+export const text = (max: number) =>
+  z.string({ error: "must be a string" }).min(1, { error: "must not be empty" })
+    .max(max, { error: `must be at most ${max} characters` });
+export const agentName = text(100);
+export const object = z.record(z.string(), z.unknown(), { error: "must be a JSON object" });
+
+/** A batch of 1 to 100 records, validated whole. */
+export const batch = <T extends z.ZodType>(item: T) =>
+  z.array(item, { error: "must be an array" })
+    .min(1, { error: "must hold at least 1 record" })
+    .max(100, { error: "must hold at most 100 records" });
+
+/** False when two records of a batch share `key` (they would be stored as one). */
+export const uniqueBy = (key: string) => (items: Record<string, unknown>[]) =>
+  new Set(items.map((item) => item[key])).size === items.length;
+
+/** period_end, when given with period_start, is not before it. */
+export const orderedPeriod = (
+  p: { period_start?: string | null | undefined; period_end?: string | null | undefined },
+) => !p.period_start || !p.period_end || Date.parse(p.period_end) >= Date.parse(p.period_start);

@@ -1,0 +1,21 @@
+import { z } from "zod";
+import { defineRoute } from "../route.ts";
+import { agentName, percent, text, timestamp, uniqueBy } from "../fields.ts";
+
+const Agent = z.object({
+  name: agentName,
+  status: z.enum(["active", "idle", "error"], { error: "must be active, idle or error" }),
+  current_task: text(2000).nullish(),
+  last_activity_at: timestamp.nullish(),
+  error: text(5000).nullish(),
+});
+
+export const health = defineRoute(z.object({
+  cpu_percent: percent,
+  memory_percent: percent,
+  disk_percent: percent,
+  agents: z.array(Agent, { error: "must be an array" })
+    .max(100, { error: "must hold at most 100 agents" })
+    .refine(uniqueBy("name"), { error: "agent names must be unique" }),
+  reported_at: timestamp.nullish(),
+}));

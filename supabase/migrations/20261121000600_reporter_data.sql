@@ -1,0 +1,222 @@
+-- =====================================================================================
+-- What VMs report: health snapshots and per-agent status, chat messages, audit events,
+-- git sync statistics, task and productivity metrics, CLI sessions, and the request log.
+-- Written only through the reporter's SQL functions; read by project members (RLS).
+-- =====================================================================================
+
+create table public.vm_health_snapshots (
+  id bigint generated always as identity primary key,
+  project_id uuid not null references public.projects (id) on delete cascade,
+  cpu_percent numeric(5, 2) not null check (cpu_percent between 0 and 100),
+  memory_percent numeric(5, 2) not null check (memory_percent between 0 and 100),
+  disk_percent numeric(5, 2) not null check (disk_percent between 0 and 100),
+  agents jsonb not null check (jsonb_typeof(agents) = 'array'),
+  health_status text not null check (health_status in ('healthy', 'degraded', 'unhealthy')),
+  reported_at timestamptz not null,
+  created_at timestamptz not null default now()
+);
+create index vm_health_snapshots_project_id_reported_at_idx
+  on public.vm_health_snapshots (project_id, reported_at desc);
+
+-- The Agents tab: the latest status of every agent a project has reported.
+create table public.project_agents (
+  project_id uuid not null references public.projects (id) on delete cascade,
+  name text not null check (char_length(name) between 1 and 100),
+  status text not null check (status in ('active', 'idle', 'error')),
+  current_task text,
+  last_activity_at timestamptz,
+  error text,
+  last_reported_at timestamptz not null default now(),
+  primary key (project_id, name)
+);
+
+-- The Chat tab, both directions: agent → user (reporter /messages) and user → agents
+-- (send_agent_message, delivered as a deliver_message command).
+create table public.agent_messages (
+  id uuid not null default gen_random_uuid(),
+  project_id uuid not null references public.projects (id) on delete cascade,
+  direction text not null check (direction in ('from_agent', 'to_agents')),
+  agent text check (char_length(agent) between 1 and 100),
+  user_id uuid references auth.users (id) on delete set null,
+  content text not null check (char_length(content) between 1 and 20000),
+  created_at timestamptz not null default now(),
+  primary key (project_id, id),
+  check ((direction = 'from_agent') = (agent is not null))
+);
+create index agent_messages_project_id_created_at_idx
+  on public.agent_messages (project_id, created_at desc);
+
+create table public.audit_events (
+  id uuid not null default gen_random_uuid(),
+  project_id uuid not null references public.projects (id) on delete cascade,
+  agent text check (char_length(agent) between 1 and 100),
+  action text not null check (char_length(action) between 1 and 200),
+  severity text not null default 'info' check (severity in ('debug', 'info', 'warn', 'error')),
+  details jsonb not null default '{}'::jsonb check (jsonb_typeof(details) = 'object'),
+  occurred_at timestamptz not null default now(),
+  created_at timestamptz not null default now(),
+  primary key (project_id, id)
+);
+create index audit_events_project_id_occurred_at_idx
+  on public.audit_events (project_id, occurred_at desc);
+-- Logs tab filtered by severity.
+create index audit_events_project_id_severity_idx
+  on public.audit_events (project_id, severity, occurred_at desc);
+
+create table public.git_sync_reports (
+  id bigint generated always as identity primary key,
+  project_id uuid not null references public.projects (id) on delete cascade,
+  branch text check (char_length(branch) between 1 and 255),
+  conflicts_detected integer not null check (conflicts_detected >= 0),
+  conflicts_resolved integer not null check (conflicts_resolved >= 0),
+  sync_attempts integer not null check (sync_attempts >= 0),
+  sync_failures integer not null check (sync_failures >= 0),
+  last_sync_at timestamptz,
+  details jsonb not null default '{}'::jsonb check (jsonb_typeof(details) = 'object'),
+  reported_at timestamptz not null default now()
+);
+create index git_sync_reports_project_id_reported_at_idx
+  on public.git_sync_reports (project_id, reported_at desc);
+
+create table public.task_metrics (
+  id bigint generated always as identity primary key,
+  project_id uuid not null references public.projects (id) on delete cascade,
+  agent text check (char_length(agent) between 1 and 100),
+  period_start timestamptz,
+  period_end timestamptz,
+  assigned integer not null check (assigned >= 0),
+  completed integer not null check (completed >= 0),
+  failed integer not null check (failed >= 0),
+  drifted integer not null check (drifted >= 0),
+  reported_at timestamptz not null default now(),
+  check (period_end is null or period_start is null or period_end >= period_start)
+);
+create index task_metrics_project_id_reported_at_idx
+  on public.task_metrics (project_id, reported_at desc);
+
+create table public.productivity_metrics (
+  id bigint generated always as identity primary key,
+  project_id uuid not null references public.projects (id) on delete cascade,
+  agent text not null check (char_length(agent) between 1 and 100),
+  period_start timestamptz,
+  period_end timestamptz,
+  commits integer check (commits >= 0),
+  prs_opened integer check (prs_opened >= 0),
+  prs_merged integer check (prs_merged >= 0),
+  lines_added integer check (lines_added >= 0),
+  lines_removed integer check (lines_removed >= 0),
+  active_minutes integer check (active_minutes >= 0),
+  reported_at timestamptz not null default now(),
+  check (period_end is null or period_start is null or period_end >= period_start)
+);
+create index productivity_metrics_project_id_reported_at_idx
+  on public.productivity_metrics (project_id, reported_at desc);
+
+-- Reports and Costs: one row per CLI session, upserted by session_id as it progresses.
+create table public.cli_sessions (
+  project_id uuid not null references public.projects (id) on delete cascade,
+  session_id text not null check (char_length(session_id) between 1 and 200),
+  agent text not null check (char_length(agent) between 1 and 100),
+  model text not null check (char_length(model) between 1 and 200),
+  started_at timestamptz not null,
+  ended_at timestamptz,
+  input_tokens bigint not null default 0 check (input_tokens >= 0),
+  output_tokens bigint not null default 0 check (output_tokens >= 0),
+  cost_usd numeric(14, 6) not null default 0 check (cost_usd >= 0),
+  exit_status text check (char_length(exit_status) <= 100),
+  updated_at timestamptz not null default now(),
+  primary key (project_id, session_id),
+  check (ended_at is null or ended_at >= started_at)
+);
+create index cli_sessions_project_id_started_at_idx
+  on public.cli_sessions (project_id, started_at desc);
+create index cli_sessions_project_id_model_idx on public.cli_sessions (project_id, model);
+
+-- Every reporter request, whatever its outcome (the Logs tab). project_id is kept even when it
+-- names no project (a 401 for an unknown project), hence no foreign key; rows of deleted
+-- projects are removed with them by the delete trigger below.
+create table public.vm_reporter_request_log (
+  id bigint generated always as identity primary key,
+  project_id uuid,
+  route text not null,
+  status_code integer not null check (status_code between 100 and 599),
+  latency_ms numeric(12, 3) not null check (latency_ms >= 0),
+  error_message text,
+  created_at timestamptz not null default now()
+);
+create index vm_reporter_request_log_project_id_created_at_idx
+  on public.vm_reporter_request_log (project_id, created_at desc);
+-- Logs tab: errors (5xx) and warnings (4xx) of a project.
+create index vm_reporter_request_log_problems_idx
+  on public.vm_reporter_request_log (project_id, status_code, created_at desc)
+  where status_code >= 400;
+
+/**
+ * Deleting a project removes its request log too (no foreign key there, see above).
+ */
+create or replace function private.delete_project_request_log() returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  delete from public.vm_reporter_request_log where project_id = old.id;
+  return old;
+end;
+$$;
+
+create trigger projects_delete_request_log
+  after delete on public.projects
+  for each row execute function private.delete_project_request_log();
+
+-- -------------------------------------------------------------------------------------
+-- Row Level Security: members of the project read; nobody writes directly.
+-- -------------------------------------------------------------------------------------
+alter table public.vm_health_snapshots enable row level security;
+alter table public.project_agents enable row level security;
+alter table public.agent_messages enable row level security;
+alter table public.audit_events enable row level security;
+alter table public.git_sync_reports enable row level security;
+alter table public.task_metrics enable row level security;
+alter table public.productivity_metrics enable row level security;
+alter table public.cli_sessions enable row level security;
+alter table public.vm_reporter_request_log enable row level security;
+
+revoke all on
+  public.vm_health_snapshots, public.project_agents, public.agent_messages, public.audit_events,
+  public.git_sync_reports, public.task_metrics, public.productivity_metrics, public.cli_sessions,
+  public.vm_reporter_request_log
+from anon, authenticated;
+grant select on
+  public.vm_health_snapshots, public.project_agents, public.agent_messages, public.audit_events,
+  public.git_sync_reports, public.task_metrics, public.productivity_metrics, public.cli_sessions,
+  public.vm_reporter_request_log
+to authenticated;
+
+create policy "Health snapshots are visible to project members"
+  on public.vm_health_snapshots for select to authenticated
+  using (private.is_project_member(project_id));
+create policy "Agent status is visible to project members"
+  on public.project_agents for select to authenticated
+  using (private.is_project_member(project_id));
+create policy "Chat messages are visible to project members"
+  on public.agent_messages for select to authenticated
+  using (private.is_project_member(project_id));
+create policy "Audit events are visible to project members"
+  on public.audit_events for select to authenticated
+  using (private.is_project_member(project_id));
+create policy "Git sync reports are visible to project members"
+  on public.git_sync_reports for select to authenticated
+  using (private.is_project_member(project_id));
+create policy "Task metrics are visible to project members"
+  on public.task_metrics for select to authenticated
+  using (private.is_project_member(project_id));
+create policy "Productivity metrics are visible to project members"
+  on public.productivity_metrics for select to authenticated
+  using (private.is_project_member(project_id));
+create policy "CLI sessions are visible to project members"
+  on public.cli_sessions for select to authenticated
+  using (private.is_project_member(project_id));
+create policy "Reporter requests are visible to project members"
+  on public.vm_reporter_request_log for select to authenticated
+  using (project_id is not null and private.is_project_member(project_id));

@@ -1,0 +1,131 @@
+-- =====================================================================================
+-- Read models for the dashboard areas. Every view is security_invoker, so the RLS of the
+-- tables underneath applies to whoever reads it: project members see their projects only.
+-- =====================================================================================
+
+/**
+ * Writes a batch of reporter request log rows (vm-reporter buffers them: one insert per batch).
+ */
+create or replace function private.log_reporter_requests(p_rows jsonb) returns integer
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  with inserted as (
+    insert into public.vm_reporter_request_log
+      (project_id, route, status_code, latency_ms, error_message, created_at)
+    select r.project_id, left(r.route, 200), r.status_code, r.latency_ms,
+           left(r.error_message, 1000), coalesce(r.created_at, now())
+    from jsonb_to_recordset(p_rows) as r (
+      project_id uuid, route text, status_code integer, latency_ms numeric,
+      error_message text, created_at timestamptz
+    )
+    returning 1
+  )
+  select count(*)::integer from inserted;
+$$;
+
+grant execute on function private.log_reporter_requests(jsonb) to service_role;
+
+-- Overview: lifecycle activity and agents' audit events in one feed.
+create view public.project_activity_feed with (security_invoker = true) as
+  select project_id, 'platform'::text as source, action, 'info'::text as severity,
+         null::text as agent, details, created_at as occurred_at
+  from public.project_activity
+  union all
+  select project_id, 'agent', action, severity, agent, details, occurred_at
+  from public.audit_events;
+
+-- Agents: each agent's latest status, and whether it has gone quiet on a running VM.
+create view public.agent_status with (security_invoker = true) as
+  select a.project_id, a.name, a.status, a.current_task, a.last_activity_at, a.error,
+         a.last_reported_at,
+         p.status in ('active', 'running')
+           and a.last_reported_at < now() - interval '30 minutes' as silent
+  from public.project_agents a
+  join public.projects p on p.id = a.project_id;
+
+-- Agents: watchdog alerts. A running VM none of whose agents has reported for 30 minutes
+-- (counted from when it became running if it never reported).
+create view public.watchdog_alerts with (security_invoker = true) as
+  select p.id as project_id, p.name, p.status,
+         greatest(p.status_changed_at, max(a.last_reported_at)) as last_heard_at,
+         'No agent activity for more than 30 minutes: check the Agents tab'::text as message
+  from public.projects p
+  left join public.project_agents a on a.project_id = p.id
+  where p.status in ('active', 'running')
+  group by p.id
+  having greatest(p.status_changed_at, max(a.last_reported_at)) < now() - interval '30 minutes';
+
+-- Agents: session history.
+create view public.agent_sessions with (security_invoker = true) as
+  select project_id, agent, session_id, model, started_at, ended_at,
+         extract(epoch from (ended_at - started_at))::integer as duration_seconds,
+         input_tokens, output_tokens, cost_usd, exit_status
+  from public.cli_sessions;
+
+-- Reports: session metrics per agent.
+create view public.session_metrics with (security_invoker = true) as
+  select project_id, agent,
+         count(*) as sessions,
+         count(*) filter (where ended_at is null) as open_sessions,
+         avg(extract(epoch from (ended_at - started_at)))::numeric(12, 1) as avg_duration_seconds,
+         sum(input_tokens) as input_tokens,
+         sum(output_tokens) as output_tokens,
+         sum(cost_usd) as cost_usd
+  from public.cli_sessions
+  group by project_id, agent;
+
+-- Reports and Costs: cost by project and by model.
+create view public.cost_by_project with (security_invoker = true) as
+  select project_id, count(*) as sessions, sum(input_tokens) as input_tokens,
+         sum(output_tokens) as output_tokens, sum(cost_usd) as cost_usd
+  from public.cli_sessions
+  group by project_id;
+
+create view public.cost_by_model with (security_invoker = true) as
+  select project_id, model, count(*) as sessions, sum(input_tokens) as input_tokens,
+         sum(output_tokens) as output_tokens, sum(cost_usd) as cost_usd
+  from public.cli_sessions
+  group by project_id, model;
+
+-- Logs: reporter requests (5xx → error, 4xx → warn) and audit events, one severity scale.
+create view public.project_logs with (security_invoker = true) as
+  select project_id, 'request'::text as source,
+         case when status_code >= 500 then 'error' when status_code >= 400 then 'warn'
+              else 'info' end as severity,
+         route || ' ' || status_code as summary,
+         jsonb_build_object('route', route, 'status_code', status_code,
+           'latency_ms', latency_ms, 'error', error_message) as details,
+         created_at as occurred_at
+  from public.vm_reporter_request_log
+  where project_id is not null
+  union all
+  select project_id, 'audit', severity, coalesce(agent || ': ', '') || action, details, occurred_at
+  from public.audit_events;
+
+-- Needs You: pending approvals per project.
+create view public.pending_approval_counts with (security_invoker = true) as
+  select project_id, count(*) as pending
+  from public.approvals
+  where status = 'pending' and expires_at > now()
+  group by project_id;
+
+-- Config: the current version of each persona file.
+create view public.persona_files with (security_invoker = true) as
+  select distinct on (project_id, name) project_id, name, version, content, created_by,
+         created_at as updated_at
+  from public.persona_file_versions
+  order by project_id, name, version desc;
+
+revoke all on
+  public.project_activity_feed, public.agent_status, public.watchdog_alerts,
+  public.agent_sessions, public.session_metrics, public.cost_by_project, public.cost_by_model,
+  public.project_logs, public.pending_approval_counts, public.persona_files
+from anon, authenticated;
+grant select on
+  public.project_activity_feed, public.agent_status, public.watchdog_alerts,
+  public.agent_sessions, public.session_metrics, public.cost_by_project, public.cost_by_model,
+  public.project_logs, public.pending_approval_counts, public.persona_files
+to authenticated;
