@@ -30,7 +30,7 @@ export function createRequestLog(
   log: Logger,
   flushAfterMs = 25,
 ): RequestLog {
-  let buffer: RequestLogRow[] = [];
+  const buffer: RequestLogRow[] = [];
   let scheduled = false;
   let dropped = 0;
 
