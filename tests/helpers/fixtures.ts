@@ -1,4 +1,5 @@
 /** Rows the tests need, inserted as the superuser the way the account system would. */
+import { newReporterToken } from "../../supabase/functions/_shared/reporter_token.ts";
 import type postgres from "postgres";
 
 export async function createUser(sql: postgres.Sql, email?: string): Promise<string> {
@@ -38,4 +39,16 @@ export async function createProject(
       values (${project.id}, ${userId}, 'owner')`;
   }
   return project.id;
+}
+
+/** Issues a reporter token for the project the way operators do; returns the plaintext. */
+export async function issueReporterToken(
+  sql: postgres.Sql,
+  projectId: string,
+  overlap = "24 hours",
+): Promise<string> {
+  const token = await newReporterToken();
+  await sql`
+    select private.issue_reporter_token(${projectId}, ${token.hash}, 'operator', ${overlap}::interval)`;
+  return token.plaintext;
 }
