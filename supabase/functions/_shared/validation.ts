@@ -10,10 +10,21 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown): z.
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
     const path = issue.path.map(String).join(".") || "body";
-    const message = issue.code === "invalid_type" && issue.input === undefined
-      ? "is required"
-      : issue.message;
-    return `${path}: ${message}`;
+    return `${path}: ${isMissing(value, issue.path) ? "is required" : issue.message}`;
   });
   throw new ApiError("BAD_REQUEST", problems.join("; "));
 }
+
+/** True when the path's last key is absent from the input (not merely of the wrong type). */
+function isMissing(input: unknown, path: readonly PropertyKey[]): boolean {
+  if (path.length === 0) return false;
+  let node: unknown = input;
+  for (const key of path.slice(0, -1)) {
+    if (typeof node !== "object" || node === null) return false;
+    node = (node as Record<PropertyKey, unknown>)[key];
+  }
+  return typeof node === "object" && node !== null && !(path.at(-1)! in node);
+}
+
+/** PostgreSQL text cannot hold NUL; refusing it here keeps it a 400 that names the field. */
+export const noNul = (value: string) => !value.includes("\u0000");

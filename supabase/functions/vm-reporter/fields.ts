@@ -1,5 +1,6 @@
 /** Field rules the reporter routes share; bounds match the columns they are stored in. */
 import { z } from "zod";
+import { noNul } from "../_shared/validation.ts";
 
 const INT4_MAX = 2_147_483_647;
 
@@ -16,7 +17,8 @@ export const percent = z.number({ error: "must be a number" })
   .max(100, { error: "must be between 0 and 100" });
 export const text = (max: number) =>
   z.string({ error: "must be a string" }).min(1, { error: "must not be empty" })
-    .max(max, { error: `must be at most ${max} characters` });
+    .max(max, { error: `must be at most ${max} characters` })
+    .refine(noNul, { error: "must not contain NUL characters" });
 export const agentName = text(100);
 export const object = z.record(z.string(), z.unknown(), { error: "must be a JSON object" });
 
