@@ -5,11 +5,13 @@
  * and stops everything it started on Ctrl-C.
  */
 import { loadConfig } from "../supabase/functions/_shared/config.ts";
+import { describeError } from "../supabase/functions/_shared/log.ts";
 import { closeServices, createServices } from "../supabase/functions/_shared/services.ts";
 import { createVmApi } from "../supabase/functions/vm-api/handler.ts";
 import { createVmReconciler } from "../supabase/functions/vm-reconciler/handler.ts";
 import { createVmReporter } from "../supabase/functions/vm-reporter/handler.ts";
 import { routeFunctions } from "./lib/functions_server.ts";
+import { LocalFleet } from "./lib/local_fleet.ts";
 import { openLocalDatabase } from "./lib/local_database.ts";
 import { migrate } from "./lib/migrations.ts";
 import { startReconcileLoop } from "./lib/reconcile_loop.ts";
@@ -21,7 +23,14 @@ say(`database: ${database.url}`);
 await migrate(database.url, say);
 
 const config = loadConfig({ ...Deno.env.toObject(), DATABASE_URL: database.url });
-const services = await createServices(config);
+// The local driver's VMs get simulated agents; the fleet needs the services it is a hook of.
+let fleet: LocalFleet | undefined;
+const services = await createServices(config, {
+  onProvision: (vm, boot) => fleet?.launch(vm.projectId, boot.reporterToken),
+});
+if (config.computeDriver === "local") {
+  fleet = new LocalFleet({ ...services, cycleMs: config.local.agentCycleMs });
+}
 const reconciler = startReconcileLoop(services, config.reconcileIntervalMs);
 
 const server = Deno.serve(
@@ -30,6 +39,9 @@ const server = Deno.serve(
     port: config.port,
     onListen: ({ port }) => {
       const base = `http://127.0.0.1:${port}/functions/v1`;
+      fleet?.start(`${base}/vm-reporter`).catch((error) =>
+        services.log.error("simulated agents could not start", describeError(error))
+      );
       say(`vm-api:        ${base}/vm-api`);
       say(`vm-reporter:   ${base}/vm-reporter/<route>`);
       say(
@@ -51,8 +63,9 @@ async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
   say(`${signal}: stopping`);
-  await server.shutdown();
+  await fleet?.stop();
   await reconciler.stop();
+  await server.shutdown();
   await closeServices(services);
   await database.stop();
   say("stopped");
