@@ -150,7 +150,7 @@ declare
   v_user_id uuid := private.require_project_member(p_project_id);
   v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
 begin
-  if p_type not in ('start_agents', 'stop_agents', 'restart_agents') then
+  if p_type is null or p_type not in ('start_agents', 'stop_agents', 'restart_agents') then
     raise exception 'Command type must be start_agents, stop_agents or restart_agents'
       using errcode = '22023';
   end if;
@@ -237,7 +237,7 @@ begin
     raise exception 'Approval not found' using errcode = '42501';
   end if;
   v_user_id := auth.uid();
-  if p_decision not in ('approved', 'rejected') then
+  if p_decision is null or p_decision not in ('approved', 'rejected') then
     raise exception 'Decision must be approved or rejected' using errcode = '22023';
   end if;
   if char_length(p_comment) > 5000 then
@@ -284,7 +284,7 @@ declare
   v_user_id uuid := private.require_project_member(p_project_id);
   v_version integer;
 begin
-  if p_name not in ('SOUL.md', 'AGENTS.md', 'COORDINATION.md') then
+  if p_name is null or p_name not in ('SOUL.md', 'AGENTS.md', 'COORDINATION.md') then
     raise exception 'Persona file must be SOUL.md, AGENTS.md or COORDINATION.md'
       using errcode = '22023';
   end if;

@@ -2,7 +2,7 @@
 -- (contract §3): effects, membership checks, input errors, authentication, rate limits, routing,
 -- and command leasing.
 begin;
-select plan(88);
+select plan(91);
 
 -- Two users, two organizations. P1 belongs to the member; P2 to the other user; P3 and P4 are
 -- the member organization's VMs that report in the platform part below.
@@ -91,6 +91,10 @@ select throws_ok(
   '22023', 'Command type must be start_agents, stop_agents or restart_agents',
   'a platform-only command type is refused');
 select throws_ok(
+  $$select public.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', null, '{}')$$,
+  '22023', 'Command type must be start_agents, stop_agents or restart_agents',
+  'a missing command type is refused');
+select throws_ok(
   $$select public.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'start_agents', '{"force": true}')$$,
   '22023', 'Payload must be {"agents": [agent names]} or {}',
   'a payload with an unknown key is refused');
@@ -148,6 +152,9 @@ select throws_ok(
 select throws_ok(
   $$select public.decide_approval('0a000000-0000-4000-8000-000000000002', 'maybe')$$,
   '22023', 'Decision must be approved or rejected', 'a decision other than approved/rejected is refused');
+select throws_ok(
+  $$select public.decide_approval('0a000000-0000-4000-8000-000000000002', null)$$,
+  '22023', 'Decision must be approved or rejected', 'a missing decision is refused');
 select throws_ok(
   $$select public.decide_approval('0a000000-0000-4000-8000-000000000002', 'expired')$$,
   '22023', 'Decision must be approved or rejected', 'a user cannot decide expired');
@@ -222,6 +229,9 @@ select results_eq(
 select throws_ok(
   $$select public.save_persona_file('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'README.md', 'x')$$,
   '22023', 'Persona file must be SOUL.md, AGENTS.md or COORDINATION.md', 'an unknown persona file is refused');
+select throws_ok(
+  $$select public.save_persona_file('cccccccc-cccc-4ccc-8ccc-cccccccccccc', null, 'x')$$,
+  '22023', 'Persona file must be SOUL.md, AGENTS.md or COORDINATION.md', 'a missing persona file name is refused');
 select throws_ok(
   $$select public.save_persona_file('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'soul.md', 'x')$$,
   '22023', 'Persona file must be SOUL.md, AGENTS.md or COORDINATION.md', 'persona file names are exact');
