@@ -3,45 +3,37 @@
  * `supabase/tests/database/`) against a throw-away PostgreSQL cluster that shares nothing with
  * `deno task start`. Extra arguments go to `deno test` (e.g. a file or `--filter`).
  */
-import { startCluster } from "./lib/postgres_cluster.ts";
-import { migrate } from "./lib/migrations.ts";
 import { ensurePgTap } from "./lib/pgtap.ts";
-import postgres from "postgres";
+import { startThrowawayDatabase } from "./lib/throwaway_database.ts";
 
 const say = (line: string) => console.log(`[test] ${line}`);
-const TEMPLATE = "vm_service_template";
 
 await ensurePgTap(say);
-await run("deno", ["task", "check"]);
+const check = await run("deno", ["task", "check"]);
+if (check !== 0) Deno.exit(check);
 
-const workDir = await Deno.makeTempDir({ prefix: "vm-service-test-" });
-const cluster = await startCluster({ dataDir: `${workDir}/postgres`, log: say });
+const database = await startThrowawayDatabase("vm_service_template", say);
+const junitDir = await Deno.makeTempDir({ prefix: "vm-service-junit-" });
+const junit = `${junitDir}/junit.xml`;
 let code = 1;
 try {
-  const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${TEMPLATE}`);
-  await admin.end();
-  const templateUrl = cluster.url.replace(/\/postgres$/, `/${TEMPLATE}`);
-  await migrate(templateUrl, say);
-  const junit = `${workDir}/junit.xml`;
   code = await run("deno", [
     "test",
     "-A",
     "--no-check",
     `--junit-path=${junit}`,
     ...(Deno.args.length ? Deno.args : ["tests/"]),
-  ], { TEST_DATABASE_URL: cluster.url, TEST_TEMPLATE_DATABASE: TEMPLATE });
+  ], { TEST_DATABASE_URL: database.cluster.url, TEST_TEMPLATE_DATABASE: database.name });
   console.log(await summary(junit));
 } finally {
-  await cluster.stop();
-  await Deno.remove(workDir, { recursive: true }).catch(() => {});
+  await database.stop();
+  await Deno.remove(junitDir, { recursive: true }).catch(() => {});
 }
 Deno.exit(code);
 
 async function run(cmd: string, args: string[], env: Record<string, string> = {}) {
   const { code } = await new Deno.Command(cmd, { args, env, stdout: "inherit", stderr: "inherit" })
     .output();
-  if (cmd === "deno" && args[0] === "task" && code !== 0) Deno.exit(code);
   return code;
 }
 

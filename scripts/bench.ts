@@ -1,0 +1,191 @@
+/**
+ * `deno task bench`: how fast the hot paths are on this machine, against a throw-away database
+ * (or DATABASE_URL) and the real server (scripts/start.ts) in its own process.
+ *
+ * Seeds BENCH_PROJECTS projects with reporter tokens (default 2000), then for each scenario sends
+ * requests from BENCH_CONCURRENCY concurrent clients (default 32) for BENCH_SECONDS seconds
+ * (default 5), each request for a random project, as a fleet of VMs would. Prints throughput and
+ * latency percentiles as a Markdown table. Bounded in time and count; loopback only.
+ */
+import postgres from "postgres";
+import { newReporterToken } from "../supabase/functions/_shared/reporter_token.ts";
+import { mintUserJwt } from "./lib/jwt.ts";
+import { startThrowawayDatabase } from "./lib/throwaway_database.ts";
+
+const PROJECTS = Number(Deno.env.get("BENCH_PROJECTS") ?? 2000);
+const CONCURRENCY = Number(Deno.env.get("BENCH_CONCURRENCY") ?? 32);
+const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 5);
+const MAX_REQUESTS_PER_SCENARIO = 200_000;
+const say = (line: string) => console.error(`[bench] ${line}`);
+
+interface SeededProject {
+  id: string;
+  token: string;
+}
+
+const external = Deno.env.get("DATABASE_URL");
+const database = external ? undefined : await startThrowawayDatabase("vm_service_bench", say);
+const databaseUrl = external ?? database!.url;
+const sql = postgres(databaseUrl, { max: 4, onnotice: () => {} });
+try {
+  const { user, projects } = await seed();
+  const server = new Deno.Command("deno", {
+    args: ["run", "-A", new URL("./start.ts", import.meta.url).pathname],
+    env: {
+      DATABASE_URL: databaseUrl,
+      PORT: "0",
+      LOG_LEVEL: "warn",
+      VM_REPORTER_RATE_LIMIT: "1000000000",
+      VM_API_RATE_LIMIT: "1000000000",
+    },
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  try {
+    const origin = await readyOrigin(server.stdout);
+    await runScenarios(origin, await mintUserJwt(user), projects);
+  } finally {
+    server.kill("SIGTERM");
+    await server.status;
+  }
+} finally {
+  await sql.end();
+  await database?.stop();
+}
+
+async function seed(): Promise<{ user: string; projects: SeededProject[] }> {
+  say(`seeding ${PROJECTS} projects with reporter tokens`);
+  const user = crypto.randomUUID();
+  await sql`insert into auth.users (id, email) values (${user}, ${`${user}@bench.test`})`;
+  const [{ id: org }] = await sql<[{ id: string }]>`
+    insert into public.organizations (name) values ('bench') returning id`;
+  await sql`
+    insert into public.organization_members (organization_id, user_id) values (${org}, ${user})`;
+  const projects: SeededProject[] = [];
+  for (let offset = 0; offset < PROJECTS; offset += 500) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(500, PROJECTS - offset) }, async () => ({
+        id: crypto.randomUUID(),
+        token: await newReporterToken(),
+      })),
+    );
+    const ids = batch.map((p) => p.id);
+    await sql`
+      insert into public.projects (id, organization_id, name, status, health_status)
+      select id, ${org}, 'bench', 'active', 'healthy' from unnest(${ids}::uuid[]) id`;
+    await sql`
+      insert into public.project_members (project_id, user_id, role)
+      select id, ${user}, 'owner' from unnest(${ids}::uuid[]) id`;
+    await sql`
+      insert into private.reporter_tokens (project_id, token_hash, source)
+      select p, decode(h, 'hex'), 'operator'
+      from unnest(${ids}::uuid[], ${batch.map((p) => hex(p.token.hash))}::text[]) as t (p, h)`;
+    projects.push(...batch.map((p) => ({ id: p.id, token: p.token.plaintext })));
+  }
+  return { user, projects };
+}
+
+async function runScenarios(origin: string, jwt: string, projects: SeededProject[]) {
+  const reporter = `${origin}/functions/v1/vm-reporter`;
+  const pick = () => projects[Math.floor(Math.random() * projects.length)]!;
+  const report = (route: string, body: () => unknown, token = (p: SeededProject) => p.token) => {
+    const project = pick();
+    return fetch(`${reporter}${route}`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token(project)}`,
+        "x-project-id": project.id,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify(body()),
+    });
+  };
+  const health = () => ({
+    cpu_percent: 42,
+    memory_percent: 55,
+    disk_percent: 30,
+    agents: [
+      { name: "lead", status: "active" },
+      { name: "builder", status: "active" },
+      { name: "reviewer", status: "idle" },
+    ],
+  });
+  const messages = () => ({
+    messages: Array.from({ length: 5 }, (_, i) => ({ agent: "lead", content: `message ${i}` })),
+  });
+  const scenarios: [string, () => Promise<Response>, number][] = [
+    ["reporter /health", () => report("/health", health), 200],
+    ["reporter /messages (batch of 5)", () => report("/messages", messages), 200],
+    ["reporter /commands/poll", () => report("/commands/poll", () => ({ max: 10 })), 200],
+    [
+      "reporter wrong token (401)",
+      () => report("/health", health, () => `vmr_${"x".repeat(43)}`),
+      401,
+    ],
+    ["vm-api status", () =>
+      fetch(`${origin}/functions/v1/vm-api`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" },
+        body: JSON.stringify({ action: "status", project_id: pick().id }),
+      }), 200],
+  ];
+
+  console.log(
+    `\n${PROJECTS} projects, ${CONCURRENCY} concurrent clients, ${SECONDS} s per scenario\n`,
+  );
+  console.log("| scenario | requests | req/s | p50 ms | p95 ms | p99 ms | unexpected status |");
+  console.log("|---|---:|---:|---:|---:|---:|---:|");
+  for (const [name, send, expected] of scenarios) {
+    console.log(await measure(name, send, expected));
+  }
+}
+
+async function measure(
+  name: string,
+  send: () => Promise<Response>,
+  expected: number,
+): Promise<string> {
+  const latencies: number[] = [];
+  let unexpected = 0;
+  const started = performance.now();
+  const deadline = started + SECONDS * 1000;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (performance.now() < deadline && latencies.length < MAX_REQUESTS_PER_SCENARIO) {
+      const t0 = performance.now();
+      const response = await send();
+      await response.body?.cancel();
+      latencies.push(performance.now() - t0);
+      if (response.status !== expected) unexpected++;
+    }
+  }));
+  const elapsed = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!.toFixed(1);
+  const rate = (latencies.length / elapsed).toFixed(0);
+  return `| ${name} | ${latencies.length} | ${rate} | ${at(0.5)} | ${at(0.95)} | ${
+    at(0.99)
+  } | ${unexpected} |`;
+}
+
+async function readyOrigin(stream: ReadableStream<Uint8Array>): Promise<string> {
+  let text = "";
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`server exited before it was ready:\n${text}`);
+    text += value;
+    const match = /ready: (http:\/\/127\.0\.0\.1:\d+)/.exec(text);
+    if (match) {
+      // Keep draining so the server never blocks on a full pipe.
+      (async () => {
+        while (!(await reader.read()).done);
+      })();
+      return match[1]!;
+    }
+  }
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
