@@ -58,16 +58,29 @@ const server = Deno.serve(
   }),
 );
 
+const SHUTDOWN_GRACE_MS = 10_000;
 let stopping = false;
+
+/** Stops in order; a second signal, or a step hanging past the grace period, forces the exit. */
 async function shutdown(signal: string) {
-  if (stopping) return;
+  if (stopping) {
+    say(`${signal} again: exiting now`);
+    await database.stop();
+    Deno.exit(1);
+  }
   stopping = true;
   say(`${signal}: stopping`);
+  const force = setTimeout(async () => {
+    say(`still stopping after ${SHUTDOWN_GRACE_MS / 1000} s: exiting now`);
+    await database.stop();
+    Deno.exit(1);
+  }, SHUTDOWN_GRACE_MS);
   await fleet?.stop();
   await reconciler.stop();
   await server.shutdown();
   await closeServices(services);
   await database.stop();
+  clearTimeout(force);
   say("stopped");
   Deno.exit(0);
 }

@@ -418,8 +418,12 @@ begin
       ) a
     ), '[]'::jsonb)
   ) || case when v_stuck then jsonb_build_object('message', format(
-    'This project has been %s for more than %s minutes. Please contact support.',
-    v_project.status, round(p_stuck_after_seconds / 60.0, 1)
+    'This project has been %s for more than %s. Please contact support.',
+    v_project.status,
+    case when p_stuck_after_seconds % 60 = 0
+      then (p_stuck_after_seconds / 60) || ' minute' || case when p_stuck_after_seconds = 60 then '' else 's' end
+      else p_stuck_after_seconds || ' second' || case when p_stuck_after_seconds = 1 then '' else 's' end
+    end
   )) else '{}'::jsonb end;
 end;
 $$;

@@ -52,9 +52,15 @@ begin
     current_task = excluded.current_task,
     last_activity_at = coalesce(excluded.last_activity_at, pa.last_activity_at),
     error = excluded.error,
-    last_reported_at = excluded.last_reported_at;
+    last_reported_at = excluded.last_reported_at
+  -- A retried, older report is kept as history but does not overwrite what is newer.
+  where pa.last_reported_at <= excluded.last_reported_at;
   update public.projects set health_status = v_health
-    where id = p_project_id and health_status is distinct from v_health;
+    where id = p_project_id and health_status is distinct from v_health
+      and not exists (
+        select 1 from public.vm_health_snapshots s
+        where s.project_id = p_project_id and s.reported_at > v_reported_at
+      );
   select status into v_status from public.projects where id = p_project_id;
   return jsonb_build_object('project_status', v_status, 'health_status', v_health);
 end;
@@ -417,6 +423,10 @@ begin
   end if;
   if v_approval.status = 'pending' then
     raise exception 'Approval has not been decided yet' using errcode = 'VA409';
+  end if;
+  if v_approval.status <> 'approved' and v_outcome = 'executed' then
+    raise exception 'Approval was %; it cannot have been executed', v_approval.status
+      using errcode = 'VA409';
   end if;
   if v_approval.outcome is not null and v_approval.outcome <> v_outcome then
     raise exception 'Approval outcome is already %', v_approval.outcome using errcode = 'VA409';

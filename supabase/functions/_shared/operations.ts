@@ -6,6 +6,7 @@
  */
 import { type Compute, ComputeError } from "./compute/compute.ts";
 import type { Config } from "./config.ts";
+import { withDeadline } from "./deadline.ts";
 import type { Sql } from "./db.ts";
 import { describeError, type Logger } from "./log.ts";
 import { newReporterToken } from "./reporter_token.ts";
@@ -39,7 +40,12 @@ export async function dispatchOperation(
   const { sql, compute, config, log } = deps;
   const fields = { operation_id: op.operation_id, project_id: op.project_id, kind: op.kind };
   try {
-    await send(op);
+    // A call that outlives its lease is abandoned: by then the reconciler may have resent it.
+    await withDeadline(
+      send(op),
+      config.operations.leaseSeconds * 1000,
+      () => new ComputeError("transient", "The compute provider did not answer in time"),
+    );
     await sql`select private.vm_operation_submitted(${op.operation_id})`;
     log.info("compute operation submitted", { ...fields, attempt: op.attempts });
     return "submitted";

@@ -12,6 +12,7 @@
 import type { Compute } from "./compute/compute.ts";
 import type { Config } from "./config.ts";
 import type { Sql } from "./db.ts";
+import { withDeadline } from "./deadline.ts";
 import { describeError, type Logger } from "./log.ts";
 import { type ClaimedOperation, dispatchOperation } from "./operations.ts";
 
@@ -43,24 +44,32 @@ export async function reconcileOnce(
 
   const due = await sql<{ op: ClaimedOperation }[]>`
     select op from private.claim_vm_operations(${batchSize}, ${leaseSeconds}, ${maxAttempts}) op`;
-  await Promise.all(due.map(({ op }) => dispatchOperation(deps, op)));
-
-  const observed: Record<string, number> = {};
   const projects = await sql<{ project_id: string; status: string }[]>`
     select project_id, status from private.transitional_projects(${batchSize})`;
-  await Promise.all(projects.map(async ({ project_id, status }) => {
-    try {
-      const power = await compute.powerState(project_id);
-      const [{ outcome }] = await sql<[{ outcome: string }]>`
-        select private.observe_vm(${project_id}, ${status}, ${power.state}, ${
-        power.detail ?? null
-      }) as outcome`;
-      observed[outcome] = (observed[outcome] ?? 0) + 1;
-      if (outcome !== "unchanged") log.info("vm transition observed", { project_id, outcome });
-    } catch (error) {
-      log.warn("could not read a VM's power state", { project_id, ...describeError(error) });
-    }
-  }));
+  const observed: Record<string, number> = {};
+
+  // Sending and observing run side by side: a provider slow to accept one operation must not
+  // hold up the projects whose VMs have already arrived. Both are bounded by the lease.
+  await Promise.all([
+    ...due.map(({ op }) => dispatchOperation(deps, op)),
+    ...projects.map(async ({ project_id, status }) => {
+      try {
+        const power = await withDeadline(
+          compute.powerState(project_id),
+          leaseSeconds * 1000,
+          () => new Error("The compute provider did not answer in time"),
+        );
+        const [{ outcome }] = await sql<[{ outcome: string }]>`
+          select private.observe_vm(
+            ${project_id}, ${status}, ${power.state}, ${power.detail ?? null}
+          ) as outcome`;
+        observed[outcome] = (observed[outcome] ?? 0) + 1;
+        if (outcome !== "unchanged") log.info("vm transition observed", { project_id, outcome });
+      } catch (error) {
+        log.warn("could not read a VM's power state", { project_id, ...describeError(error) });
+      }
+    }),
+  ]);
 
   const [{ stuck }] = await sql<[{ stuck: number }]>`
     select private.record_stuck_projects(${config.stuckAfterSeconds}) as stuck`;

@@ -7,7 +7,16 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown): z.
     throw new ApiError("BAD_REQUEST", "body: must be a JSON object");
   }
   const result = schema.safeParse(value);
-  if (result.success) return result.data;
+  if (result.success) {
+    const unstorable = findUnstorableText(result.data);
+    if (unstorable !== undefined) {
+      throw new ApiError(
+        "BAD_REQUEST",
+        `${unstorable || "body"}: must not contain NUL characters or invalid Unicode`,
+      );
+    }
+    return result.data;
+  }
   const problems = result.error.issues.map((issue) => {
     const path = issue.path.map(String).join(".") || "body";
     return `${path}: ${isMissing(value, issue.path) ? "is required" : issue.message}`;
@@ -26,5 +35,20 @@ function isMissing(input: unknown, path: readonly PropertyKey[]): boolean {
   return typeof node === "object" && node !== null && !(path.at(-1)! in node);
 }
 
-/** PostgreSQL text cannot hold NUL; refusing it here keeps it a 400 that names the field. */
-export const noNul = (value: string) => !value.includes("\u0000");
+/**
+ * The path of the first string (value or key) PostgreSQL cannot store as text or jsonb: one with
+ * a NUL character or a lone UTF-16 surrogate. Checked after the schema, so free-form objects are
+ * covered too and the request is refused as a 400 naming the field, never failed as a 500.
+ */
+function findUnstorableText(value: unknown, path = ""): string | undefined {
+  const bad = (text: string) => text.includes("\u0000") || !text.isWellFormed();
+  if (typeof value === "string") return bad(value) ? path : undefined;
+  if (typeof value !== "object" || value === null) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const at = path ? `${path}.${key}` : key;
+    if (bad(key)) return at;
+    const found = findUnstorableText(item, at);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}

@@ -1,14 +1,13 @@
 /** Field rules the reporter routes share; bounds match the columns they are stored in. */
 import { z } from "zod";
-import { noNul } from "../_shared/validation.ts";
 
 const INT4_MAX = 2_147_483_647;
 
 export const uuid = z.uuid({ error: "must be a UUID string" });
-export const timestamp = z.iso.datetime({
-  offset: true,
-  error: "must be an ISO 8601 timestamp, e.g. 2026-01-31T12:00:00Z",
-});
+const TIMESTAMP_MESSAGE =
+  "must be an ISO 8601 timestamp between 1970 and 9999, e.g. 2026-01-31T12:00:00Z";
+export const timestamp = z.iso.datetime({ offset: true, error: TIMESTAMP_MESSAGE })
+  .refine((value) => Date.parse(value) >= 0, { error: TIMESTAMP_MESSAGE });
 export const count = z.int({ error: "must be an integer" })
   .min(0, { error: "must be >= 0" })
   .max(INT4_MAX, { error: `must be <= ${INT4_MAX}` });
@@ -17,8 +16,7 @@ export const percent = z.number({ error: "must be a number" })
   .max(100, { error: "must be between 0 and 100" });
 export const text = (max: number) =>
   z.string({ error: "must be a string" }).min(1, { error: "must not be empty" })
-    .max(max, { error: `must be at most ${max} characters` })
-    .refine(noNul, { error: "must not contain NUL characters" });
+    .max(max, { error: `must be at most ${max} characters` });
 export const agentName = text(100);
 export const object = z.record(z.string(), z.unknown(), { error: "must be a JSON object" });
 

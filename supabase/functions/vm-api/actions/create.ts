@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { noNul } from "../../_shared/validation.ts";
 import { defineAction } from "../action.ts";
 import type { TransitionResult } from "../transition.ts";
 
@@ -9,8 +8,7 @@ export const create = defineAction(
     organization_id: z.uuid({ error: "must be a UUID string" }),
     name: z.string({ error: "must be a string" }).trim()
       .min(1, { error: "must not be empty" })
-      .max(100, { error: "must be at most 100 characters" })
-      .refine(noNul, { error: "must not contain NUL characters" }),
+      .max(100, { error: "must be at most 100 characters" }),
     region: z.string({ error: "must be a string" })
       .regex(/^[a-z][a-z0-9]{1,63}$/, { error: "must be a region name such as australiaeast" })
       .default("australiaeast"),

@@ -15,8 +15,9 @@ export const cliSessions = defineRoute(z.object({
       ended_at: timestamp.nullish(),
       input_tokens: tokens.nullish(),
       output_tokens: tokens.nullish(),
+      // The column is numeric(14, 6).
       cost_usd: z.number({ error: "must be a number" }).min(0, { error: "must be >= 0" })
-        .max(1e8, { error: "is too large" }).nullish(),
+        .max(99_999_999, { error: "must be at most 99999999" }).nullish(),
       // Exit codes arrive as numbers from some CLIs and as words from others.
       exit_status: z.union([text(100), z.int()], { error: "must be a string or an integer" })
         .transform(String).nullish(),
