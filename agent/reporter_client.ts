@@ -120,6 +120,7 @@ export interface ReporterClientOptions {
   /** e.g. https://<ref>.supabase.co/functions/v1/vm-reporter */
   baseUrl: string;
   projectId: string;
+  /** The reporter token (or, for bootstrap(), the bootstrap credential). */
   token: string;
   maxAttempts?: number;
   /** Longest wait between two attempts. */
@@ -138,6 +139,14 @@ export class ReporterClient {
       signal: new AbortController().signal,
       ...options,
     };
+  }
+
+  /**
+   * A VM's first call: exchanges the bootstrap credential from its boot data (construct the
+   * client with it as `token`) for the reporter token that every other call presents.
+   */
+  bootstrap() {
+    return this.#post<{ project_id: string; reporter_token: string }>("/bootstrap", {});
   }
 
   health(report: HealthReport) {

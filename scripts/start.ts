@@ -26,7 +26,7 @@ const config = loadConfig({ ...Deno.env.toObject(), DATABASE_URL: database.url }
 // The local driver's VMs get simulated agents; the fleet needs the services it is a hook of.
 let fleet: LocalFleet | undefined;
 const services = await createServices(config, {
-  onProvision: (vm, boot) => fleet?.launch(vm.projectId, boot.reporterToken),
+  onProvision: (vm, boot) => fleet?.launch(vm.projectId, boot.bootstrapCredential),
 });
 if (config.computeDriver === "local") {
   fleet = new LocalFleet({ ...services, cycleMs: config.local.agentCycleMs });

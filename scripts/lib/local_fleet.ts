@@ -10,7 +10,7 @@ import { SimulatedTeam } from "../../agent/simulated_team.ts";
 import type { Compute } from "../../supabase/functions/_shared/compute/compute.ts";
 import type { Sql } from "../../supabase/functions/_shared/db.ts";
 import { describeError, type Logger } from "../../supabase/functions/_shared/log.ts";
-import { newReporterToken } from "../../supabase/functions/_shared/reporter_token.ts";
+import { newBootstrapCredential } from "../../supabase/functions/_shared/reporter_token.ts";
 
 const POWER_POLL_MS = 250;
 
@@ -31,17 +31,19 @@ export class LocalFleet {
     this.#deps = deps;
   }
 
-  /** A VM was provisioned with this token (from the compute driver's provision call). */
-  launch(projectId: string, token: string): void {
+  /** A VM was provisioned with this boot data (from the compute driver's provision call). */
+  launch(projectId: string, bootstrapCredential: string): void {
     if (!this.#reporterUrl) {
-      this.#waiting.set(projectId, token);
+      this.#waiting.set(projectId, bootstrapCredential);
       return;
     }
     this.#runners.get(projectId)?.stop();
     const runner = new Runner(
       this.#deps,
       projectId,
-      (signal) => new ReporterClient({ baseUrl: this.#reporterUrl!, projectId, token, signal }),
+      (token, signal) =>
+        new ReporterClient({ baseUrl: this.#reporterUrl!, projectId, token, signal }),
+      bootstrapCredential,
       () => this.#runners.delete(projectId),
     );
     this.#runners.set(projectId, runner);
@@ -49,12 +51,12 @@ export class LocalFleet {
 
   /**
    * Starts the runners once the reporter is listening, including for VMs that were already up
-   * before this process started (their tokens died with the previous process: each gets a new
-   * one, the way an operator would issue it with `deno task reporter-token`).
+   * before this process started (their tokens died with the previous process: each gets new
+   * boot data, as if re-imaged).
    */
   async start(reporterUrl: string): Promise<void> {
     this.#reporterUrl = reporterUrl;
-    for (const [projectId, token] of this.#waiting) this.launch(projectId, token);
+    for (const [projectId, credential] of this.#waiting) this.launch(projectId, credential);
     this.#waiting.clear();
     const vms = await this.#deps.sql<{ project_id: string }[]>`
       select v.project_id from local_compute.vms v
@@ -62,10 +64,10 @@ export class LocalFleet {
       where v.target <> 'gone'`;
     for (const { project_id } of vms) {
       if (this.#runners.has(project_id)) continue;
-      const token = await newReporterToken();
+      const credential = await newBootstrapCredential();
       await this.#deps.sql`
-        select private.issue_reporter_token(${project_id}, ${token.hash}, 'provision', '1 hour')`;
-      this.launch(project_id, token.plaintext);
+        select private.issue_bootstrap_credential(${project_id}, ${credential.hash}, '1 hour')`;
+      this.launch(project_id, credential.plaintext);
     }
   }
 
@@ -74,20 +76,36 @@ export class LocalFleet {
   }
 }
 
+type ClientFactory = (token: string, signal: AbortSignal) => ReporterClient;
+
 class Runner {
-  readonly #team: SimulatedTeam;
+  readonly #client: ClientFactory;
+  readonly #bootstrapCredential: string;
   readonly #done: Promise<void>;
   readonly #abort = new AbortController();
+  #team: SimulatedTeam | undefined;
   #wake: (() => void) | undefined;
 
   constructor(
     readonly deps: LocalFleetDeps,
     readonly projectId: string,
-    client: (signal: AbortSignal) => ReporterClient,
+    client: ClientFactory,
+    bootstrapCredential: string,
     onEnd: () => void,
   ) {
-    this.#team = new SimulatedTeam(client(this.#abort.signal));
+    this.#client = client;
+    this.#bootstrapCredential = bootstrapCredential;
     this.#done = this.#run().finally(onEnd);
+  }
+
+  /** The team, once the VM has exchanged its boot data for a reporter token (first boot). */
+  async #teamOnBoot(): Promise<SimulatedTeam> {
+    if (!this.#team) {
+      const signal = this.#abort.signal;
+      const { reporter_token } = await this.#client(this.#bootstrapCredential, signal).bootstrap();
+      this.#team = new SimulatedTeam(this.#client(reporter_token, signal));
+    }
+    return this.#team;
   }
 
   /** Ends the runner at once, abandoning a cycle in progress (a VM losing power). */
@@ -110,17 +128,18 @@ class Runner {
           await this.#sleep(POWER_POLL_MS);
           continue;
         }
+        const team = await this.#teamOnBoot();
         if (!booted) {
-          await this.#team.boot();
+          await team.boot();
           booted = true;
           log.info("simulated agents booted", fields);
         } else {
-          await this.#team.cycle();
+          await team.cycle();
         }
       } catch (error) {
         if (this.#abort.signal.aborted) return;
         if (error instanceof ReporterError && error.status === 401) {
-          log.info("simulated agents stopped: the reporter refused their token", fields);
+          log.info("simulated agents stopped: the reporter refused their credentials", fields);
           return;
         }
         log.warn("simulated agent cycle failed", { ...fields, ...describeError(error) });

@@ -363,18 +363,32 @@ Deno.test("a project goes through create, stop, start and delete over HTTP", asy
     assert.equal(await countActivity(db.sql, projectId, "vm_ready"), 1);
   });
 
-  await t.step("provisioning stored a reporter token hash, never the plaintext", async () => {
-    const tokens = await db.sql<{ length: number; has_plaintext: boolean }[]>`
-      select octet_length(token_hash) as length,
-             position('vmr_' in t::text) > 0 as has_plaintext
-      from private.reporter_tokens t where project_id = ${projectId}`;
-    assert.ok(tokens.length >= 1, "a reporter token was issued");
-    for (const token of tokens) {
-      assert.equal(token.length, 32);
-      assert.equal(token.has_plaintext, false);
-    }
-    assert.doesNotMatch(server.output(), /vmr_[A-Za-z0-9_-]{43}/, "no plaintext token in logs");
-  });
+  await t.step(
+    "the VM exchanged its single-use boot credential for a token; only hashes are stored",
+    async () => {
+      const tokens = await eventually(async () => {
+        const rows = await db.sql<{ length: number; has_plaintext: boolean }[]>`
+        select octet_length(token_hash) as length,
+               position('vmr_' in t::text) > 0 as has_plaintext
+        from private.reporter_tokens t where project_id = ${projectId}`;
+        return rows.length >= 1 ? rows : undefined;
+      });
+      for (const token of tokens) {
+        assert.equal(token.length, 32);
+        assert.equal(token.has_plaintext, false);
+      }
+      const credentials = await db.sql<{ length: number; used: boolean; has_plaintext: boolean }[]>`
+      select octet_length(credential_hash) as length, used_at is not null as used,
+             position('vmb_' in c::text) > 0 as has_plaintext
+      from private.reporter_bootstrap_credentials c where project_id = ${projectId}`;
+      assert.deepEqual([...credentials], [{ length: 32, used: true, has_plaintext: false }]);
+      assert.doesNotMatch(
+        server.output(),
+        /vm[rb]_[A-Za-z0-9_-]{43}/,
+        "no plaintext secret in logs",
+      );
+    },
+  );
 
   await t.step("stop answers stopping, then the project becomes stopped", async () => {
     const data = ok<Transition>(await api.act(user, "stop", projectId));
@@ -853,10 +867,11 @@ Deno.test("an operation whose sender dies half-way is sent again after its lease
   assert.equal(before?.state, "pending");
   assert.equal(before?.attempts, 1);
 
-  // Half-way: the reporter token for the VM is issued, the provision call has not returned.
+  // Half-way: the VM's boot credential is issued, the provision call has not returned.
   await eventually(async () => {
     const [{ count }] = await db.sql<[{ count: number }]>`
-      select count(*)::int as count from private.reporter_tokens where project_id = ${projectId}`;
+      select count(*)::int as count from private.reporter_bootstrap_credentials
+      where project_id = ${projectId}`;
     return count === 1 ? true : undefined;
   }, { timeoutMs: 5_000, intervalMs: 20 });
   // Killed in the middle of the driver call: no shutdown, nothing reported back.
@@ -875,13 +890,15 @@ Deno.test("an operation whose sender dies half-way is sent again after its lease
   assert.equal(ops[0]!.state, "succeeded");
   assert.equal(await countActivity(db.sql, projectId, "vm_ready"), 1);
   assert.equal((await client(serverB).status(user, projectId)).project.status, "active");
-  // The re-sent provision handed the VM a new token; the dead attempt's token no longer works.
-  const [tokens] = await db.sql<[{ total: number; valid: number }]>`
-    select count(*)::int as total,
-           count(*) filter (where revoked_at is null
-                              and (expires_at is null or expires_at > now()))::int as valid
-    from private.reporter_tokens where project_id = ${projectId}`;
-  assert.deepEqual({ ...tokens }, { total: 2, valid: 1 });
+  // The re-sent provision handed the VM new boot data; the dead attempt's credential is void.
+  const credentials = await eventually(async () => {
+    const rows = await db.sql<{ used: boolean; live: boolean }[]>`
+      select used_at is not null as used, used_at is null and expires_at > now() as live
+      from private.reporter_bootstrap_credentials where project_id = ${projectId}
+      order by created_at`;
+    return rows.at(-1)?.used ? rows : undefined;
+  });
+  assert.deepEqual([...credentials], [{ used: false, live: false }, { used: true, live: false }]);
 });
 
 // A compute call that never returns is abandoned when its lease runs out (operations.ts), and the

@@ -25,6 +25,7 @@ const EnvSchema = z.object({
   VM_REPORTER_RATE_LIMIT: positiveInt(100),
   VM_REPORTER_UNAUTHENTICATED_LIMIT: positiveInt(30),
   COMMAND_LEASE_SECONDS: positiveInt(900),
+  BOOTSTRAP_TTL_SECONDS: positiveInt(3600),
   ACTIVE_PROJECT_LIMIT: z.coerce.number().int().positive().optional(),
   STUCK_AFTER_SECONDS: positiveInt(300),
   COMPUTE_DRIVER: z.enum(["local", "azure"]).default("local"),
@@ -53,6 +54,8 @@ export interface Config {
   vmReporterUnauthenticatedLimit: number;
   /** How long a polled command is leased before it is delivered again. */
   commandLeaseSeconds: number;
+  /** How long a VM's boot data may wait before its bootstrap credential is exchanged. */
+  bootstrapTtlSeconds: number;
   activeProjectLimit: number | null;
   stuckAfterSeconds: number;
   computeDriver: "local" | "azure";
@@ -117,6 +120,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     vmReporterRateLimit: e.VM_REPORTER_RATE_LIMIT,
     vmReporterUnauthenticatedLimit: e.VM_REPORTER_UNAUTHENTICATED_LIMIT,
     commandLeaseSeconds: e.COMMAND_LEASE_SECONDS,
+    bootstrapTtlSeconds: e.BOOTSTRAP_TTL_SECONDS,
     activeProjectLimit: e.ACTIVE_PROJECT_LIMIT ?? null,
     stuckAfterSeconds: e.STUCK_AFTER_SECONDS,
     computeDriver: e.COMPUTE_DRIVER,

@@ -9,7 +9,7 @@ import type { Config } from "./config.ts";
 import { withDeadline } from "./deadline.ts";
 import type { Sql } from "./db.ts";
 import { describeError, type Logger } from "./log.ts";
-import { newReporterToken } from "./reporter_token.ts";
+import { newBootstrapCredential } from "./reporter_token.ts";
 
 /** An operation as the SQL functions hand it out (private.operation_json / claim). */
 export interface ClaimedOperation {
@@ -84,16 +84,18 @@ export async function dispatchOperation(
   }
 
   async function provision(op: ClaimedOperation): Promise<void> {
-    // A fresh token per attempt: the plaintext exists only on its way to the VM.
-    const token = await newReporterToken();
+    // A fresh credential per attempt: the plaintext exists only on its way to the VM.
+    const credential = await newBootstrapCredential();
     await sql`
-      select private.issue_reporter_token(${op.project_id}, ${token.hash}, 'provision', '0')`;
+      select private.issue_bootstrap_credential(
+        ${op.project_id}, ${credential.hash}, ${`${config.bootstrapTtlSeconds} seconds`}::interval
+      )`;
     await compute.provision({
       projectId: op.project_id,
       organizationId: op.organization_id,
       name: op.name,
       region: op.region,
       vmSize: op.vm_size,
-    }, { reporterToken: token.plaintext });
+    }, { bootstrapCredential: credential.plaintext });
   }
 }

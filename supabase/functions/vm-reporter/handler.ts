@@ -7,24 +7,19 @@
  * without a valid token hears 401, not what was wrong with its body). Every request, whatever
  * its outcome, becomes a row of the request log. No CORS: only machines call this.
  */
-import { ApiError, type ErrorCode } from "../_shared/errors.ts";
+import { ApiError } from "../_shared/errors.ts";
 import { failure, internalError, pathBelow, readJson, success } from "../_shared/http.ts";
 import { describeError } from "../_shared/log.ts";
-import { hashReporterToken, looksLikeReporterToken } from "../_shared/reporter_token.ts";
+import { hashSecret, looksLikeReporterToken } from "../_shared/reporter_token.ts";
 import type { Services } from "../_shared/services.ts";
 import { parseOrThrow } from "../_shared/validation.ts";
+import { BOOTSTRAP_ROUTE, exchangeBootstrapCredential } from "./bootstrap.ts";
 import { createRequestLog } from "./request_log.ts";
 import { routes } from "./routes.ts";
+import { errorOfAnswer, type SqlAnswer } from "./sql_answer.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_LOGGED_ROUTE = 200;
-
-interface SqlAnswer {
-  status: number;
-  data?: unknown;
-  error?: string;
-  retry_after?: number;
-}
 
 export function createVmReporter(services: Services): (request: Request) => Promise<Response> {
   const { config, sql } = services;
@@ -88,14 +83,19 @@ export function createVmReporter(services: Services): (request: Request) => Prom
         throw new ApiError("METHOD_NOT_ALLOWED", "Method not allowed: use POST", { allow: "POST" });
       }
       const definition = routes[route];
-      if (!definition) throw new ApiError("NOT_FOUND", `Unknown route: ${route}`);
+      if (!definition && route !== BOOTSTRAP_ROUTE) {
+        throw new ApiError("NOT_FOUND", `Unknown route: ${route}`);
+      }
       if (!projectHeader) throw new ApiError("BAD_REQUEST", "Missing X-Project-ID header");
       if (!projectId) throw new ApiError("BAD_REQUEST", "X-Project-ID must be a project UUID");
       const token = /^Bearer +(\S+)$/i.exec(request.headers.get("authorization")?.trim() ?? "")
         ?.[1];
+      if (!definition) {
+        return success(await exchangeBootstrapCredential(sql, settings, projectId, token));
+      }
       // A value that cannot be a token is refused without asking the database.
       if (!token || !looksLikeReporterToken(token)) throw unauthorized();
-      const tokenHash = await hashReporterToken(token);
+      const tokenHash = await hashSecret(token);
 
       let body: unknown;
       try {
@@ -107,12 +107,12 @@ export function createVmReporter(services: Services): (request: Request) => Prom
         if (!(error instanceof ApiError)) throw error;
         // Authenticate (and spend budget) before telling anyone what was wrong with the body.
         const auth = await call(projectId, tokenHash, null, null);
-        if (auth.status !== 200) throw fromSql(auth);
+        if (auth.status !== 200) throw errorOfAnswer(auth);
         throw error;
       }
 
       const result = await call(projectId, tokenHash, route, body);
-      if (result.status !== 200) throw fromSql(result);
+      if (result.status !== 200) throw errorOfAnswer(result);
       log.debug("vm-reporter request", { route, project_id: projectId });
       return success(result.data);
     }
@@ -121,22 +121,6 @@ export function createVmReporter(services: Services): (request: Request) => Prom
 
 function unauthorized(): ApiError {
   return new ApiError("UNAUTHORIZED", "Missing or invalid reporter token");
-}
-
-const CODE_OF_STATUS: Record<number, ErrorCode> = {
-  400: "BAD_REQUEST",
-  401: "UNAUTHORIZED",
-  404: "NOT_FOUND",
-  409: "CONFLICT",
-  429: "RATE_LIMITED",
-};
-
-function fromSql(answer: SqlAnswer): ApiError {
-  const code = CODE_OF_STATUS[answer.status] ?? "INTERNAL";
-  const headers: Record<string, string> = answer.retry_after
-    ? { "retry-after": String(answer.retry_after) }
-    : {};
-  return new ApiError(code, answer.error ?? "Request failed", headers);
 }
 
 async function errorOf(response: Response): Promise<string | null> {

@@ -23,9 +23,13 @@ export interface VmSpec {
   vmSize: string;
 }
 
+/** What a VM is given at creation, through its boot data (cloud-init custom data). */
 export interface BootData {
-  /** Plaintext reporter token for the VM's agents: handed over, never stored or logged. */
-  reporterToken: string;
+  /**
+   * Single-use, short-lived: the VM exchanges it at /vm-reporter/bootstrap for its reporter
+   * token. Handed over, never stored in plaintext or logged.
+   */
+  bootstrapCredential: string;
 }
 
 export interface Compute {
