@@ -3,6 +3,7 @@
  * malformed value fails at start with a message naming the variable instead of deep in a request.
  */
 import { z } from "zod";
+import { type AzureConfig, parseAzureConfig } from "./compute/azure_config.ts";
 
 /** The Supabase CLI's local JWT secret: the local default only, refused for a hosted SUPABASE_URL. */
 export const LOCAL_JWT_SECRET = "super-secret-jwt-token-with-at-least-32-characters-long";
@@ -28,6 +29,7 @@ const EnvSchema = z.object({
   BOOTSTRAP_TTL_SECONDS: positiveInt(3600),
   ACTIVE_PROJECT_LIMIT: z.coerce.number().int().positive().optional(),
   STUCK_AFTER_SECONDS: positiveInt(300),
+  DRIFT_SETTLE_SECONDS: nonNegativeInt(60),
   COMPUTE_DRIVER: z.enum(["local", "azure"]).default("local"),
   LOCAL_VM_BOOT_MS: nonNegativeInt(3000),
   LOCAL_AGENT_CYCLE_MS: positiveInt(5000),
@@ -58,7 +60,11 @@ export interface Config {
   bootstrapTtlSeconds: number;
   activeProjectLimit: number | null;
   stuckAfterSeconds: number;
+  /** A settled project is checked for drift only this long after its last status change. */
+  driftSettleSeconds: number;
   computeDriver: "local" | "azure";
+  /** Present when computeDriver is azure. */
+  azure?: AzureConfig;
   local: { bootMs: number; agentCycleMs: number; stopMs: number; deleteMs: number };
   reconcileIntervalMs: number;
   /** Bearer secret of the vm-reconciler function; unset: the function refuses every call. */
@@ -105,6 +111,15 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     }
   }
 
+  let azure: AzureConfig | undefined;
+  if (e.COMPUTE_DRIVER === "azure") {
+    try {
+      azure = parseAzureConfig(present);
+    } catch (error) {
+      throw new ConfigError((error as Error).message);
+    }
+  }
+
   return {
     databaseUrl,
     port: e.PORT,
@@ -123,7 +138,9 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     bootstrapTtlSeconds: e.BOOTSTRAP_TTL_SECONDS,
     activeProjectLimit: e.ACTIVE_PROJECT_LIMIT ?? null,
     stuckAfterSeconds: e.STUCK_AFTER_SECONDS,
+    driftSettleSeconds: e.DRIFT_SETTLE_SECONDS,
     computeDriver: e.COMPUTE_DRIVER,
+    ...(azure ? { azure } : {}),
     local: {
       bootMs: e.LOCAL_VM_BOOT_MS,
       agentCycleMs: e.LOCAL_AGENT_CYCLE_MS,

@@ -2,8 +2,9 @@
  * One reconciler run: sends the compute operations that are due (never sent, backed off after a
  * failure, or abandoned by a process that died), gives up on those out of attempts, moves
  * projects whose VM has reached its target state (provisioning/starting → active, stopping →
- * stopped, deleting → removed), records projects stuck in a transitional state, and expires
- * approvals and commands that ran out of time.
+ * stopped, deleting → removed), checks a batch of settled projects for drift (the VM changed
+ * behind the platform's back) and converges them, records projects stuck in a transitional
+ * state, and expires approvals and commands that ran out of time.
  *
  * Runs may overlap (several processes, several schedulers): operations are claimed with
  * SKIP LOCKED and a lease, and every transition is conditional on the status observed, so no
@@ -27,6 +28,8 @@ export interface ReconcileReport {
   dispatched: number;
   given_up: number;
   observed: Record<string, number>;
+  /** Settled projects checked against the cloud, by outcome (in_sync, deallocating, ...). */
+  drift: Record<string, number>;
   stuck: number;
   /** Approvals expired (and the VM told) and commands ended for want of delivery. */
   reporter: { approvals_expired: number; commands_ended: number };
@@ -46,7 +49,17 @@ export async function reconcileOnce(
     select op from private.claim_vm_operations(${batchSize}, ${leaseSeconds}, ${maxAttempts}) op`;
   const projects = await sql<{ project_id: string; status: string }[]>`
     select project_id, status from private.transitional_projects(${batchSize})`;
+  const settled = await sql<{ project_id: string; status: string }[]>`
+    select project_id, status
+    from private.claim_drift_checks(${batchSize}, ${config.driftSettleSeconds})`;
   const observed: Record<string, number> = {};
+  const drift: Record<string, number> = {};
+  const readPower = (projectId: string) =>
+    withDeadline(
+      compute.powerState(projectId),
+      leaseSeconds * 1000,
+      () => new Error("The compute provider did not answer in time"),
+    );
 
   // Sending and observing run side by side: a provider slow to accept one operation must not
   // hold up the projects whose VMs have already arrived. Both are bounded by the lease.
@@ -54,17 +67,26 @@ export async function reconcileOnce(
     ...due.map(({ op }) => dispatchOperation(deps, op)),
     ...projects.map(async ({ project_id, status }) => {
       try {
-        const power = await withDeadline(
-          compute.powerState(project_id),
-          leaseSeconds * 1000,
-          () => new Error("The compute provider did not answer in time"),
-        );
+        const power = await readPower(project_id);
         const [{ outcome }] = await sql<[{ outcome: string }]>`
           select private.observe_vm(
             ${project_id}, ${status}, ${power.state}, ${power.detail ?? null}
           ) as outcome`;
         observed[outcome] = (observed[outcome] ?? 0) + 1;
         if (outcome !== "unchanged") log.info("vm transition observed", { project_id, outcome });
+      } catch (error) {
+        log.warn("could not read a VM's power state", { project_id, ...describeError(error) });
+      }
+    }),
+    ...settled.map(async ({ project_id, status }) => {
+      try {
+        const power = await readPower(project_id);
+        const [{ outcome }] = await sql<[{ outcome: string }]>`
+          select private.observe_settled_vm(${project_id}, ${status}, ${power.state}) as outcome`;
+        drift[outcome] = (drift[outcome] ?? 0) + 1;
+        if (outcome !== "in_sync" && outcome !== "changed") {
+          log.warn("vm drift", { project_id, status, observed: power.state, outcome });
+        }
       } catch (error) {
         log.warn("could not read a VM's power state", { project_id, ...describeError(error) });
       }
@@ -77,5 +99,5 @@ export async function reconcileOnce(
     select private.sweep_reporter_state(${batchSize}) as reporter`;
   await sql`select private.prune_rate_limits()`;
 
-  return { dispatched: due.length, given_up, observed, stuck, reporter };
+  return { dispatched: due.length, given_up, observed, drift, stuck, reporter };
 }

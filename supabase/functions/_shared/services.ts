@@ -27,7 +27,7 @@ export async function createServices(
   return {
     config,
     sql,
-    compute: await createCompute(config, sql, hooks),
+    compute: await createCompute(config, sql, log, hooks),
     background: createBackground(log),
     log,
   };

@@ -10,6 +10,8 @@ export type PowerState =
   | "starting"
   | "running"
   | "stopping"
+  /** Powered off but still allocated: still billed (a stop from outside the platform). */
+  | "stopped"
   | "deallocated"
   | "deleting"
   | "gone"

@@ -1,6 +1,8 @@
 /** Picks the compute driver named by COMPUTE_DRIVER. */
 import type { Config } from "../config.ts";
 import type { Sql } from "../db.ts";
+import type { Logger } from "../log.ts";
+import { createAzureCompute } from "./azure.ts";
 import type { BootData, Compute, VmSpec } from "./compute.ts";
 import { createLocalCompute } from "./local.ts";
 
@@ -8,19 +10,20 @@ export interface ComputeHooks {
   onProvision?: (vm: VmSpec, boot: BootData) => void;
 }
 
-export function createCompute(
+export async function createCompute(
   config: Config,
   sql: Sql,
+  log: Logger,
   hooks: ComputeHooks = {},
 ): Promise<Compute> {
   switch (config.computeDriver) {
     case "local":
-      return createLocalCompute(sql, {
+      return await createLocalCompute(sql, {
         ...config.local,
         faults: config.localComputeFaults,
         ...(hooks.onProvision ? { onProvision: hooks.onProvision } : {}),
       });
     case "azure":
-      throw new Error("COMPUTE_DRIVER=azure is not available in this build yet");
+      return createAzureCompute(config.azure!, log.with({ component: "azure" }));
   }
 }

@@ -1,0 +1,35 @@
+/**
+ * A VM's boot data: cloud-init user data that writes what the VM's agent runtime needs to find
+ * the platform: its project, the reporter's URL and the single-use bootstrap credential. Readable
+ * by anything on the VM and by anyone who can read the VM in Azure, which is why it carries a
+ * credential worth nothing once exchanged, never a reporter token.
+ */
+export interface BootConfig {
+  projectId: string;
+  reporterUrl: string;
+  bootstrapCredential: string;
+}
+
+export const BOOT_CONFIG_PATH = "/etc/vm-agent/bootstrap.json";
+
+export function cloudInit(boot: BootConfig): string {
+  const json = JSON.stringify({
+    project_id: boot.projectId,
+    reporter_url: boot.reporterUrl,
+    bootstrap_credential: boot.bootstrapCredential,
+  });
+  return [
+    "#cloud-config",
+    "write_files:",
+    `  - path: ${BOOT_CONFIG_PATH}`,
+    "    owner: root:root",
+    '    permissions: "0600"',
+    "    encoding: b64",
+    `    content: ${base64(json)}`,
+    "",
+  ].join("\n");
+}
+
+export function base64(text: string): string {
+  return btoa(String.fromCharCode(...new TextEncoder().encode(text)));
+}
