@@ -540,7 +540,7 @@ Deno.test("ARM: start, deallocate, powerOff, delete and their async operations",
     const again = await call(server, "DELETE", vmPath("vm1"), { token });
     assert.equal(again.status, 204);
     assert.equal(again.text, "");
-  }, { provisionMs: 100, operationMs: 150 }));
+  }, { provisionMs: 100, operationMs: 300 }));
 
 Deno.test("ARM: scripted faults", () =>
   withServer(async (server) => {
@@ -733,7 +733,7 @@ Deno.test("ARM: drift helpers, preemption, revoked tokens", () =>
     token = await getToken(server);
     assert.equal((await call(server, "GET", vmPath("seeded"), { token })).status, 404);
     assert.equal(server.tokensIssued, 2);
-  }, { provisionMs: 100, operationMs: 100 }));
+  }, { provisionMs: 100, operationMs: 300 }));
 
 // ---- child processes: DENO_CERT, and the real SDKs --------------------------------------------
 
@@ -1060,7 +1060,7 @@ Deno.test("child process: the Azure SDKs against the stand-in (DENO_CERT + NODE_
       server.requests.filter((q) => !["openidConfiguration", "token"].includes(q.operation!))
         .every((q) => q.authorization),
     );
-  }, { provisionMs: 150, operationMs: 100 }));
+  }, { provisionMs: 400, operationMs: 300 }));
 
 Deno.test("child process: DENO_CERT alone does not reach the SDKs (node:https); a fetch HttpClient does", () =>
   withServer(async (server) => {
@@ -1092,4 +1092,4 @@ Deno.test("child process: DENO_CERT alone does not reach the SDKs (node:https); 
     }
     assert.deepEqual(viaFetch.instanceViewCreating!.value, ["ProvisioningState/creating"]);
     assert.equal(server.tokensIssued, 2);
-  }, { provisionMs: 150, operationMs: 100 }));
+  }, { provisionMs: 400, operationMs: 300 }));
