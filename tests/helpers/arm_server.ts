@@ -20,7 +20,10 @@
  * State changes are settled lazily from timestamps (no timers): a created VM is `Creating` for
  * `provisionMs`, then `Succeeded` + `PowerState/running` (or `Failed` after `failProvisioning`);
  * start / deallocate / powerOff / delete take `operationMs`. A newer operation on the same VM
- * preempts the pending one (its status becomes `Canceled`, code `OperationPreempted`, as on Azure).
+ * preempts the pending one (its status becomes `Canceled`, code `OperationPreempted`, as on Azure);
+ * while a VM is `Deleting`, PUT / start / deallocate / powerOff answer 409 `OperationNotAllowed`.
+ * The `Location` (monitor) URL answers 202 while running, then 200 (create/update: the VM body;
+ * actions: empty), 204 after a delete, or 409 `{error}` when the operation failed or was preempted.
  *
  * Children (the product server) must trust the CA: pass `trustEnv` (`DENO_CERT` AND
  * `NODE_EXTRA_CA_CERTS`). `DENO_CERT` alone covers `fetch`, but the Azure SDKs send through
@@ -1031,6 +1034,15 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
     const vm = vms.get(name);
     const notFound = () =>
       json(404, resourceNotFound(name, r.resourceGroup ?? options.resourceGroup));
+    const markedForDeletion = (operation: string) =>
+      json(
+        409,
+        armError(
+          "OperationNotAllowed",
+          `Operation '${operation}' is not allowed on VM '${name}' since the VM is marked for deletion. ` +
+            "You can only retry the Delete operation (or wait for an ongoing one to complete).",
+        ),
+      );
     switch (r.operation) {
       case "create": {
         let body: unknown;
@@ -1073,6 +1085,7 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
             ),
           );
         }
+        if (vm?.provisioningState === "Deleting") return markedForDeletion("Create or Update");
         if (vm) {
           vm.body = sent;
           vm.etag++;
@@ -1117,6 +1130,7 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
       case "deallocate":
       case "powerOff": {
         if (!vm) return notFound();
+        if (vm.provisioningState === "Deleting") return markedForDeletion(r.operation);
         const transitional: Record<string, PowerState> = {
           start: "starting",
           deallocate: "deallocating",

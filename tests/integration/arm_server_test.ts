@@ -525,6 +525,15 @@ Deno.test("ARM: start, deallocate, powerOff, delete and their async operations",
     const view = await call(server, "GET", vmPath("vm1", "/instanceView"), { token });
     assert.equal(statusCodes(view.body)[0], "ProvisioningState/deleting");
     assert.equal(server.vms.get("vm1")!.provisioningState, "Deleting");
+    const startWhileDeleting = await call(server, "POST", vmPath("vm1", "/start"), { token });
+    assert.equal(startWhileDeleting.status, 409);
+    assert.equal(startWhileDeleting.body.error.code, "OperationNotAllowed");
+    assert.match(startWhileDeleting.body.error.message, /marked for deletion/);
+    const putWhileDeleting = await call(server, "PUT", vmPath("vm1"), {
+      token,
+      body: JSON.stringify(vmRequest("vm1")),
+    });
+    assert.equal(putWhileDeleting.status, 409);
     await waitFor("deleted", () => server.vms.has("vm1") ? undefined : true);
     assert.equal((await call(server, "GET", asyncUrl, { token })).body.status, "Succeeded");
     assert.equal((await call(server, "GET", locationUrl, { token })).status, 204);
@@ -748,6 +757,7 @@ import { ComputeManagementClient } from "@azure/arm-compute";
 
 const cfg = JSON.parse(Deno.env.get("ARM_TEST_CONFIG") ?? "{}");
 const scenario = Deno.env.get("SCENARIO") ?? "full";
+const NAME = Deno.env.get("VM_NAME") ?? "sdk-vm";
 const out = {};
 
 // A core-rest-pipeline HttpClient built on fetch (trusts DENO_CERT like any fetch).
@@ -824,44 +834,44 @@ const vm = {
     osDisk: { createOption: "FromImage", managedDisk: { storageAccountType: "Standard_LRS" }, deleteOption: "Delete" },
   },
   osProfile: {
-    computerName: "sdk-vm", adminUsername: "azureuser", customData: btoa("#cloud-config\n"),
+    computerName: NAME, adminUsername: "azureuser", customData: btoa("#cloud-config\n"),
     linuxConfiguration: { disablePasswordAuthentication: true },
   },
   networkProfile: { networkInterfaces: [{ id: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkInterfaces/nic", primary: true }] },
 };
 
 await step("create", async () => {
-  const poller = vms.createOrUpdate(rg, "sdk-vm", vm);
+  const poller = vms.createOrUpdate(rg, NAME, vm);
   await poller.submitted();
   return { status: poller.operationState?.status, isDone: poller.isDone };
 });
-await step("instanceViewCreating", async () => codes(await vms.instanceView(rg, "sdk-vm")));
-await step("running", () => waitForCode("sdk-vm", "PowerState/running"));
+await step("instanceViewCreating", async () => codes(await vms.instanceView(rg, NAME)));
+await step("running", () => waitForCode(NAME, "PowerState/running"));
 if (scenario === "full") {
   await step("get", async () => {
-    const v = await vms.get(rg, "sdk-vm", { expand: "instanceView" });
+    const v = await vms.get(rg, NAME, { expand: "instanceView" });
     return { name: v.name, location: v.location, provisioningState: v.provisioningState,
       vmSize: v.hardwareProfile?.vmSize, tags: v.tags, statuses: codes(v.instanceView ?? {}) };
   });
   await step("deallocate", async () => {
-    const poller = vms.deallocate(rg, "sdk-vm");
+    const poller = vms.deallocate(rg, NAME);
     await poller.submitted();
-    return { status: poller.operationState?.status, view: codes(await vms.instanceView(rg, "sdk-vm")) };
+    return { status: poller.operationState?.status, view: codes(await vms.instanceView(rg, NAME)) };
   });
-  await step("deallocated", () => waitForCode("sdk-vm", "PowerState/deallocated"));
+  await step("deallocated", () => waitForCode(NAME, "PowerState/deallocated"));
   await step("start", async () => {
-    const poller = vms.start(rg, "sdk-vm");
+    const poller = vms.start(rg, NAME);
     await poller.submitted();
-    return { status: poller.operationState?.status, view: codes(await vms.instanceView(rg, "sdk-vm")) };
+    return { status: poller.operationState?.status, view: codes(await vms.instanceView(rg, NAME)) };
   });
-  await step("startedAgain", () => waitForCode("sdk-vm", "PowerState/running"));
+  await step("startedAgain", () => waitForCode(NAME, "PowerState/running"));
   await step("powerOffPollUntilDone", async () => {
-    await vms.powerOff(rg, "sdk-vm", { updateIntervalInMs: 25 }).pollUntilDone();
-    return codes(await vms.instanceView(rg, "sdk-vm"));
+    await vms.powerOff(rg, NAME, { updateIntervalInMs: 25 }).pollUntilDone();
+    return codes(await vms.instanceView(rg, NAME));
   });
 }
 await step("delete", async () => {
-  const poller = vms.delete(rg, "sdk-vm", { forceDeletion: false });
+  const poller = vms.delete(rg, NAME, { forceDeletion: false });
   await poller.submitted();
   return { status: poller.operationState?.status };
 });
@@ -882,7 +892,7 @@ if (scenario === "full") {
   await step("throttledNoRetry", () => noRetry.virtualMachines.instanceView(rg, "sdk-429b"));
   await step("error500Default", () => vms.instanceView(rg, "sdk-500"));
   await step("error500NoRetry", () => noRetry.virtualMachines.instanceView(rg, "sdk-500b"));
-  await step("wrongSecret", () => makeClient("wrong-secret").virtualMachines.instanceView(rg, "sdk-vm"));
+  await step("wrongSecret", () => makeClient("wrong-secret").virtualMachines.instanceView(rg, NAME));
 }
 console.log("RESULT " + JSON.stringify(out));
 `;
@@ -894,6 +904,7 @@ async function runSdkProbe(
   server: ArmServer,
   env: Record<string, string>,
   scenario: "full" | "minimal",
+  vmName = "sdk-vm",
 ): Promise<ProbeResult> {
   const dir = await Deno.makeTempDir({ prefix: "arm-sdk-probe-" });
   try {
@@ -905,6 +916,7 @@ async function runSdkProbe(
         ...env,
         NO_COLOR: "1",
         SCENARIO: scenario,
+        VM_NAME: vmName,
         ARM_TEST_CONFIG: JSON.stringify({ ...CONFIG, origin: server.origin }),
       },
       stdin: "null",
@@ -1076,6 +1088,7 @@ Deno.test("child process: DENO_CERT alone does not reach the SDKs (node:https); 
       server,
       { NODE_EXTRA_CA_CERTS: server.caCertPath },
       "minimal",
+      "sdk-node-ca",
     );
     for (const step of ["create", "instanceViewCreating", "running", "delete"]) {
       assert.ok(nodeOnly[step]?.ok, `${step}: ${JSON.stringify(nodeOnly[step])}`);
@@ -1086,6 +1099,7 @@ Deno.test("child process: DENO_CERT alone does not reach the SDKs (node:https); 
       server,
       { DENO_CERT: server.caCertPath, ARM_TEST_FETCH_CLIENT: "1" },
       "minimal",
+      "sdk-fetch",
     );
     for (const step of ["create", "instanceViewCreating", "running", "delete"]) {
       assert.ok(viaFetch[step]?.ok, `${step}: ${JSON.stringify(viaFetch[step])}`);
