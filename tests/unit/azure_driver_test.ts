@@ -37,8 +37,14 @@ Deno.test("parseAzureConfig() reads a marketplace URN and an image ID", () => {
   const gov = parseAzureConfig({
     ...AZURE_ENV,
     AZURE_ARM_ENDPOINT: "https://management.usgovcloudapi.net",
+    AZURE_ARM_SCOPE: "https://management.usgovcloudapi.net/.default",
   });
+  assert.equal(gov.armEndpoint, "https://management.usgovcloudapi.net");
   assert.equal(gov.armScope, "https://management.usgovcloudapi.net/.default");
+  assert.throws(
+    () => parseAzureConfig({ ...AZURE_ENV, AZURE_ARM_SCOPE: "https://management.azure.com" }),
+    /AZURE_ARM_SCOPE: must end with \/.default/,
+  );
 });
 
 Deno.test("parseAzureConfig() names every missing or malformed setting", () => {
@@ -174,5 +180,9 @@ Deno.test("computeErrorFromAzure() maps Azure's answers to what the platform doe
     name: "AuthenticationError",
   });
   assert.equal(computeErrorFromAzure(identity).failure, "operator");
+  const required = Object.assign(new Error("invalid_client: AADSTS7000215"), {
+    name: "AuthenticationRequiredError",
+  });
+  assert.equal(computeErrorFromAzure(required).failure, "operator");
   assert.equal(computeErrorFromAzure(new TypeError("fetch failed")).failure, "transient");
 });

@@ -26,6 +26,8 @@ const AzureEnv = z.object({
     "must be an OpenSSH public key (ssh-ed25519 AAAA..., ssh-rsa AAAA...)",
   ),
   AZURE_ARM_ENDPOINT: z.url({ protocol: /^https$/, error: "must be an https URL" }).optional(),
+  AZURE_ARM_SCOPE: z.url({ protocol: /^https$/, error: "must be an https URL ending /.default" })
+    .refine((v) => v.endsWith("/.default"), { error: "must end with /.default" }).optional(),
   AZURE_AUTHORITY_HOST: z.url({ protocol: /^https$/, error: "must be an https URL" }).optional(),
   REPORTER_PUBLIC_URL: z.url({ error: "must be the URL VMs use for vm-reporter" }).optional(),
   SUPABASE_URL: z.url().optional(),
@@ -45,7 +47,7 @@ export interface AzureConfig {
   image: ImageReference;
   adminUsername: string;
   sshPublicKey: string;
-  /** ARM endpoint and token scope; set for sovereign clouds and for tests. */
+  /** ARM endpoint and the token scope it accepts; set for sovereign clouds and for tests. */
   armEndpoint?: string;
   armScope: string;
   authorityHost?: string;
@@ -82,7 +84,7 @@ export function parseAzureConfig(env: Record<string, string | undefined>): Azure
     adminUsername: e.AZURE_ADMIN_USERNAME,
     sshPublicKey: e.AZURE_SSH_PUBLIC_KEY,
     ...(e.AZURE_ARM_ENDPOINT ? { armEndpoint: e.AZURE_ARM_ENDPOINT } : {}),
-    armScope: `${new URL(e.AZURE_ARM_ENDPOINT ?? "https://management.azure.com").origin}/.default`,
+    armScope: e.AZURE_ARM_SCOPE ?? "https://management.azure.com/.default",
     ...(e.AZURE_AUTHORITY_HOST ? { authorityHost: e.AZURE_AUTHORITY_HOST } : {}),
     reporterUrl: reporterUrl.replace(/\/$/, ""),
   };

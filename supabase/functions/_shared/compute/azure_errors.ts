@@ -29,6 +29,12 @@ const REJECTED = new Set([
   "InvalidTemplateDeployment",
   "RequestDisallowedByPolicy",
 ]);
+/** What @azure/identity throws when the service principal cannot get a token. */
+const IDENTITY_ERRORS = new Set([
+  "AuthenticationError",
+  "AuthenticationRequiredError",
+  "CredentialUnavailableError",
+]);
 const AUTH = new Set([
   "AuthenticationFailed",
   "AuthorizationFailed",
@@ -50,7 +56,7 @@ export function computeErrorFromAzure(
   const what = vmSize && region ? `${vmSize} in ${region}` : "this VM";
 
   if (
-    e.name === "AuthenticationError" || e.name === "CredentialUnavailableError" ||
+    IDENTITY_ERRORS.has(e.name ?? "") || /\bAADSTS\d+|invalid_client/.test(e.message ?? "") ||
     AUTH.has(code) || status === 401 || status === 403
   ) {
     return new ComputeError(
