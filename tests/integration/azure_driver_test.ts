@@ -116,6 +116,7 @@ Deno.test("azure: the full lifecycle runs through vm-api against ARM", async (t)
 
   await t.step("the create request has the shape of the official examples", () => {
     const put = armCalls(arm, "create", vm)[0]!;
+    // deno-lint-ignore no-explicit-any
     const body = put.body as Record<string, any>;
     const props = body.properties;
     assert.equal(body.location, "australiaeast");
@@ -211,7 +212,8 @@ Deno.test("azure: faults are retried, mapped and recorded", async (t) => {
       const [failed] = await activity(db.sql, id, "vm_provision_failed");
       assert.equal(failed?.attempts, 1, "not retried: retrying cannot help");
       const status = await setup.api.call(setup.user, { action: "status", project_id: id });
-      assert.match((status.body.data as any).project.last_error, /quota/);
+      const data = status.body.data as { project: { last_error: string } };
+      assert.match(data.project.last_error, /quota/);
     },
   );
 
@@ -220,7 +222,7 @@ Deno.test("azure: faults are retried, mapped and recorded", async (t) => {
     // SDK's own retries) so the failure can be scripted before the reconciler sends it again.
     const held = arm.fault({ operation: "create", ...armFaults.internalError(), times: 3 });
     const id = await create(setup, "allocation");
-    await eventually(async () => held.remaining === 0 || undefined);
+    await eventually(() => Promise.resolve(held.remaining === 0 || undefined));
     arm.failProvisioning(`vm-${id}`, "AllocationFailed");
     const p = await waitFor(db.sql, id, "stopped");
     assert.equal(p.last_error, "The VM could not be provisioned (AllocationFailed)");
@@ -305,7 +307,9 @@ Deno.test("azure: a VM started from the portal while stopped is deallocated agai
   await act(setup, "stop", id);
   await waitFor(db.sql, id, "stopped");
   arm.setPowerState(`vm-${id}`, "running");
-  await eventually(async () => arm.vms.get(`vm-${id}`)?.powerState === "deallocated" || undefined);
+  await eventually(() =>
+    Promise.resolve(arm.vms.get(`vm-${id}`)?.powerState === "deallocated" || undefined)
+  );
   assert.equal(armCalls(arm, "deallocate", `vm-${id}`).length, 2);
   assert.deepEqual(await activity(db.sql, id, "vm_drift_detected"), [
     { status: "stopped", observed: "running", action: "deallocating" },
