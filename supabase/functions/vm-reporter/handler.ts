@@ -11,7 +11,7 @@ import { ApiError } from "../_shared/errors.ts";
 import { failure, internalError, pathBelow, readJson, success } from "../_shared/http.ts";
 import { describeError } from "../_shared/log.ts";
 import { hashSecret, looksLikeReporterToken } from "../_shared/reporter_token.ts";
-import type { Services } from "../_shared/services.ts";
+import type { BaseServices } from "../_shared/services.ts";
 import { parseOrThrow } from "../_shared/validation.ts";
 import { BOOTSTRAP_ROUTE, exchangeBootstrapCredential } from "./bootstrap.ts";
 import { createRequestLog } from "./request_log.ts";
@@ -21,7 +21,7 @@ import { errorOfAnswer, type SqlAnswer } from "./sql_answer.ts";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_LOGGED_ROUTE = 200;
 
-export function createVmReporter(services: Services): (request: Request) => Promise<Response> {
+export function createVmReporter(services: BaseServices): (request: Request) => Promise<Response> {
   const { config, sql } = services;
   const requestLog = createRequestLog(sql, services.background, services.log);
   const settings = sql.json({

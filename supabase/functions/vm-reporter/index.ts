@@ -1,4 +1,4 @@
-import { createServices } from "../_shared/services.ts";
+import { createBaseServices } from "../_shared/services.ts";
 import { createVmReporter } from "./handler.ts";
 
-Deno.serve(createVmReporter(await createServices()));
+Deno.serve(createVmReporter(createBaseServices()));

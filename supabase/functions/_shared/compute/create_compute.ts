@@ -2,7 +2,6 @@
 import type { Config } from "../config.ts";
 import type { Sql } from "../db.ts";
 import type { Logger } from "../log.ts";
-import { createAzureCompute } from "./azure.ts";
 import type { BootData, Compute, VmSpec } from "./compute.ts";
 import { createLocalCompute } from "./local.ts";
 
@@ -23,7 +22,10 @@ export async function createCompute(
         faults: config.localComputeFaults,
         ...(hooks.onProvision ? { onProvision: hooks.onProvision } : {}),
       });
-    case "azure":
+    case "azure": {
+      // Loaded only where it is used: the Azure SDKs are heavy for an edge isolate's cold start.
+      const { createAzureCompute } = await import("./azure.ts");
       return createAzureCompute(config.azure!, log.with({ component: "azure" }));
+    }
   }
 }
