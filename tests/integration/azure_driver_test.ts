@@ -227,6 +227,11 @@ Deno.test("azure: faults are retried, mapped and recorded", async (t) => {
     const p = await waitFor(db.sql, id, "stopped");
     assert.equal(p.last_error, "The VM could not be provisioned (AllocationFailed)");
     assert.equal((await activity(db.sql, id, "vm_provision_failed")).length, 1);
+    // Starting it again provisions it again (the failed VM is re-created in place).
+    await act(setup, "start", id);
+    const started = await waitFor(db.sql, id, "active");
+    assert.equal(started.last_error, null);
+    assert.equal(armCalls(arm, "create", `vm-${id}`).length, 2);
   });
 
   await t.step("a VM deleted behind our back makes delete a success (404 is done)", async () => {

@@ -71,10 +71,12 @@ export async function dispatchOperation(
     switch (op.kind) {
       case "provision":
         return await provision(op);
-      case "start":
-        // A project whose creation failed has no VM yet: starting it creates it.
-        if ((await compute.powerState(op.project_id)).state === "gone") return await provision(op);
+      case "start": {
+        // A project whose creation failed has no working VM: starting it creates it again.
+        const { state } = await compute.powerState(op.project_id);
+        if (state === "gone" || state === "failed") return await provision(op);
         return await compute.start(op.project_id);
+      }
       case "deallocate":
         return await compute.deallocate(op.project_id);
       case "delete":
