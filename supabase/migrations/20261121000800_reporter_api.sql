@@ -446,6 +446,47 @@ $$;
 -- -------------------------------------------------------------------------------------
 
 /**
+ * The 429 answer of the reporter's entry points.
+ */
+create or replace function private.rate_limited(p_retry_after integer) returns jsonb
+language sql
+immutable
+set search_path = ''
+as $$
+  select jsonb_build_object('status', 429,
+    'error', 'Rate limit exceeded. Please try again later.', 'retry_after', p_retry_after);
+$$;
+
+/**
+ * The answer to a caller whose credential did not check out: 401, or 429 once the project's
+ * budget for failed attempts is spent. That budget is separate from the VM's, so guessing
+ * cannot silence a VM.
+ */
+create or replace function private.refuse_unauthenticated(
+  p_project_id uuid,
+  p_settings jsonb,
+  p_error text
+) returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_allowed boolean;
+  v_retry integer;
+begin
+  select allowed, retry_after_seconds into v_allowed, v_retry
+    from private.hit_rate_limit('vm-reporter:unauthenticated:' || p_project_id,
+      (p_settings ->> 'unauthenticated_limit')::integer, 60);
+  if not v_allowed then
+    return private.rate_limited(v_retry);
+  end if;
+  return jsonb_build_object('status', 401, 'error', p_error);
+end;
+$$;
+
+/**
  * Authenticates, rate-limits and performs one reporter request.
  *
  * p_settings: {rate_limit, unauthenticated_limit, command_lease_seconds}. p_route null
@@ -478,23 +519,15 @@ begin
     where t.token_hash = p_token_hash and t.project_id = p_project_id
       and t.revoked_at is null and (t.expires_at is null or t.expires_at > now());
   if not found then
-    -- Failed attempts get a budget of their own: guessing cannot spend the VM's.
-    select allowed, retry_after_seconds into v_allowed, v_retry
-      from private.hit_rate_limit('vm-reporter:unauthenticated:' || p_project_id,
-        (p_settings ->> 'unauthenticated_limit')::integer, 60);
-    if not v_allowed then
-      return jsonb_build_object('status', 429,
-        'error', 'Rate limit exceeded. Please try again later.', 'retry_after', v_retry);
-    end if;
-    return jsonb_build_object('status', 401, 'error', 'Missing or invalid reporter token');
+    return private.refuse_unauthenticated(p_project_id, p_settings,
+      'Missing or invalid reporter token');
   end if;
 
   select allowed, retry_after_seconds into v_allowed, v_retry
     from private.hit_rate_limit('vm-reporter:project:' || p_project_id,
       (p_settings ->> 'rate_limit')::integer, 60);
   if not v_allowed then
-    return jsonb_build_object('status', 429,
-      'error', 'Rate limit exceeded. Please try again later.', 'retry_after', v_retry);
+    return private.rate_limited(v_retry);
   end if;
   if p_route is null then
     return jsonb_build_object('status', 200, 'data', null);

@@ -63,23 +63,13 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  v_allowed boolean;
-  v_retry integer;
 begin
   update private.reporter_bootstrap_credentials set used_at = now()
     where credential_hash = p_credential_hash and project_id = p_project_id
       and used_at is null and expires_at > now();
   if not found then
-    select allowed, retry_after_seconds into v_allowed, v_retry
-      from private.hit_rate_limit('vm-reporter:unauthenticated:' || p_project_id,
-        (p_settings ->> 'unauthenticated_limit')::integer, 60);
-    if not v_allowed then
-      return jsonb_build_object('status', 429,
-        'error', 'Rate limit exceeded. Please try again later.', 'retry_after', v_retry);
-    end if;
-    return jsonb_build_object('status', 401,
-      'error', 'Missing, used or expired bootstrap credential');
+    return private.refuse_unauthenticated(p_project_id, p_settings,
+      'Missing, used or expired bootstrap credential');
   end if;
   -- The VM's earlier tokens (a re-provisioned VM) stop at once: this one is its token now.
   perform private.issue_reporter_token(p_project_id, p_token_hash, 'provision', '0');
