@@ -13,9 +13,17 @@
  *   (`/subscriptions/{sub}/providers/Microsoft.Compute/locations/{loc}/operations/{id}`, plain =
  *   `Azure-AsyncOperation` status resource, `monitor=true` = `Location` URL).
  *
- * Response bodies follow the official examples in `shared/azure/examples/` (api-version
- * 2025-04-01; the SDK `@azure/arm-compute` 25.1.1 sends `api-version=2026-04-01`, any
- * `YYYY-MM-DD[-preview]` is accepted and echoed into the async operation URLs).
+ * Response bodies are the official examples in `tests/fixtures/azure/` (api-version 2025-04-01,
+ * loaded once at module load; see its README.md), with the dynamic fields overwritten from the
+ * VM's request and state: PUT answers `VirtualMachine_Create_WithNetworkInterfaceConfiguration`'s
+ * 201 / 200 body, GET `{vm}` (and the list, and the `Location` result of a create/update)
+ * `VirtualMachine_Get`'s, GET `{vm}/instanceView` (and `$expand=instanceView`)
+ * `VirtualMachine_Get_InstanceView`'s. Fields only the example has (e.g. `resources`, `managedBy`,
+ * `diagnosticsProfile`, the instance view's `extensions`, `bootDiagnostics`, `patchStatus`) are
+ * answered as the example has them. start / deallocate / powerOff / delete answer the status codes
+ * of their examples, which have no body. The SDK `@azure/arm-compute` 25.1.1 sends
+ * `api-version=2026-04-01`; any `YYYY-MM-DD[-preview]` is accepted and echoed into the async
+ * operation URLs.
  *
  * State changes are settled lazily from timestamps (no timers): a created VM is `Creating` for
  * `provisionMs`, then `Succeeded` + `PowerState/running` (or `Failed` after `failProvisioning`);
@@ -333,6 +341,51 @@ interface Route {
   operationId?: string;
 }
 
+// ---- official examples (tests/fixtures/azure/) ----------------------------------------------------
+
+const EXAMPLES_DIR = new URL("../fixtures/azure/", import.meta.url);
+const CREATE_EXAMPLE = "VirtualMachine_Create_WithNetworkInterfaceConfiguration";
+const GET_EXAMPLE = "VirtualMachine_Get";
+const INSTANCE_VIEW_EXAMPLE = "VirtualMachine_Get_InstanceView";
+const ACTION_EXAMPLES = {
+  start: "VirtualMachine_Start_MinimumSet_Gen",
+  deallocate: "VirtualMachine_Deallocate_MinimumSet_Gen",
+  powerOff: "VirtualMachine_PowerOff_MinimumSet_Gen",
+  delete: "VirtualMachine_Delete_Force",
+} as const;
+
+interface ExampleFile {
+  responses: Record<string, { body?: unknown; headers?: Record<string, string> }>;
+}
+
+const EXAMPLES = new Map<string, ExampleFile>(
+  [CREATE_EXAMPLE, GET_EXAMPLE, INSTANCE_VIEW_EXAMPLE, ...Object.values(ACTION_EXAMPLES)].map(
+    (name) => [
+      name,
+      JSON.parse(Deno.readTextFileSync(new URL(`${name}.json`, EXAMPLES_DIR))) as ExampleFile,
+    ],
+  ),
+);
+
+/**
+ * A deep clone of `responses[status].body` of an official example (`undefined` when the example
+ * answers that status without a body). Throws when the example has no such status.
+ */
+function example(name: string, status: number): unknown {
+  const file = EXAMPLES.get(name);
+  if (!file) throw new Error(`test ARM server: example ${name}.json is not loaded`);
+  const response = file.responses[String(status)];
+  if (!response) throw new Error(`test ARM server: ${name}.json has no ${status} response`);
+  return structuredClone(response.body);
+}
+
+/** `value` if it is a JSON object, else a new empty one. */
+function record(value: unknown): Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? value as Record<string, unknown>
+    : {};
+}
+
 const API_VERSION = /^\d{4}-\d{2}-\d{2}(-preview)?$/;
 const VM_PATH =
   /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.Compute\/virtualMachines(?:\/([^/]+)(?:\/([^/]+))?)?\/?$/i;
@@ -490,19 +543,50 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
     };
   }
 
-  // ---- bodies (shapes of the official examples) -----------------------------------------------
+  // ---- bodies (the official examples, dynamic fields ours) ------------------------------------
 
   const vmId = (name: string) =>
     `/subscriptions/${options.subscriptionId}/resourceGroups/${options.resourceGroup}/providers/Microsoft.Compute/virtualMachines/${name}`;
 
-  /** VirtualMachine_Create_*.json / VirtualMachine_Get.json response shape. */
-  function vmBody(vm: VmState, expand?: string): Record<string, unknown> {
+  /** Properties that come from the request only, never from the example. */
+  const OWN_PROPERTIES = ["hardwareProfile", "storageProfile", "osProfile", "networkProfile"];
+  /** Top-level request fields echoed (the example's are dropped when the request has none). */
+  const OWN_TOP_LEVEL = ["tags", "zones", "identity", "plan", "extendedLocation"];
+
+  const osDiskName = (vm: VmState) => {
+    const osDisk = record(record(record(vm.body.properties).storageProfile).osDisk);
+    return typeof osDisk.name === "string"
+      ? osDisk.name
+      : `${vm.name}_OsDisk_1_${vm.vmId.replaceAll("-", "")}`;
+  };
+
+  /**
+   * The VM resource: `base` is an example's body (`VirtualMachine_Create_*` 201/200 for a PUT,
+   * `VirtualMachine_Get` 200 otherwise) with id, name, location, tags, etag, vmId, timeCreated,
+   * provisioningState and everything the request sent (hardware/storage/os/network profiles
+   * included, never `adminPassword` or `customData`) overwritten; `userData` only with
+   * `$expand=userData`, as on Azure.
+   */
+  function vmBody(
+    vm: VmState,
+    base: unknown,
+    expand?: string,
+  ): Record<string, unknown> {
     const sent = structuredClone(vm.body);
-    const props = { ...((sent.properties ?? {}) as Record<string, unknown>) };
-    const osProfile = props.osProfile
-      ? { ...(props.osProfile as Record<string, unknown>) }
-      : undefined;
-    if (osProfile) {
+    const sentProps = record(sent.properties);
+    const body = record(base);
+    const props = record(body.properties);
+
+    // Overwritten in place (the example's key order stays); the example's own profiles go.
+    for (const key of [...OWN_PROPERTIES, "userData"]) {
+      if (!(key in sentProps) || key === "userData") delete props[key];
+    }
+    for (const [key, value] of Object.entries(sentProps)) {
+      if (key !== "userData") props[key] = value;
+    }
+
+    if (sentProps.osProfile !== undefined) {
+      const osProfile = { ...record(sentProps.osProfile) };
       // Azure never returns secrets it was given.
       delete osProfile.adminPassword;
       delete osProfile.customData;
@@ -511,13 +595,14 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
       osProfile.requireGuestProvisionSignal ??= true;
       props.osProfile = osProfile;
     }
-    const storage = { ...((props.storageProfile ?? {}) as Record<string, unknown>) };
-    const osDisk = { ...((storage.osDisk ?? {}) as Record<string, unknown>) };
-    osDisk.osType ??= osProfile?.windowsConfiguration ? "Windows" : "Linux";
-    osDisk.name ??= `${vm.name}_OsDisk_1_${vm.vmId.replaceAll("-", "")}`;
+    const osProfile = record(props.osProfile);
+    const storage = { ...record(sentProps.storageProfile) };
+    const osDisk = { ...record(storage.osDisk) };
+    osDisk.osType ??= osProfile.windowsConfiguration ? "Windows" : "Linux";
+    osDisk.name ??= osDiskName(vm);
     osDisk.createOption ??= "FromImage";
     osDisk.caching ??= "ReadWrite";
-    const managedDisk = { ...((osDisk.managedDisk ?? {}) as Record<string, unknown>) };
+    const managedDisk = { ...record(osDisk.managedDisk) };
     managedDisk.storageAccountType ??= "Standard_LRS";
     managedDisk.id ??=
       `/subscriptions/${options.subscriptionId}/resourceGroups/${options.resourceGroup.toUpperCase()}/providers/Microsoft.Compute/disks/${osDisk.name}`;
@@ -525,37 +610,39 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
     storage.osDisk = osDisk;
     storage.dataDisks ??= [];
     props.storageProfile = storage;
-    props.hardwareProfile ??= {};
-    const userData = props.userData;
-    delete props.userData;
-    if (expand?.toLowerCase() === "userdata" && userData !== undefined) props.userData = userData;
+    props.hardwareProfile = record(sentProps.hardwareProfile);
+    if (expand?.toLowerCase() === "userdata" && sentProps.userData !== undefined) {
+      props.userData = sentProps.userData;
+    }
     props.vmId = vm.vmId;
     props.timeCreated = vm.timeCreated;
     props.provisioningState = vm.provisioningState;
     if (expand?.toLowerCase() === "instanceview") props.instanceView = instanceViewBody(vm);
-    const body: Record<string, unknown> = {
-      name: vm.name,
-      id: vmId(vm.name),
-      type: "Microsoft.Compute/virtualMachines",
-      location: vm.location,
-    };
-    for (const key of ["tags", "zones", "identity", "plan", "extendedLocation"]) {
-      if (sent[key] !== undefined) body[key] = sent[key];
+
+    body.name = vm.name;
+    body.id = vmId(vm.name);
+    body.type = "Microsoft.Compute/virtualMachines";
+    body.location = vm.location;
+    for (const key of OWN_TOP_LEVEL) {
+      if (sent[key] === undefined) delete body[key];
+      else body[key] = sent[key];
     }
     body.etag = `"${vm.etag}"`;
     body.properties = props;
     return body;
   }
 
-  /** VirtualMachine_Get_InstanceView.json response shape, with the VM's state. */
+  /**
+   * `VirtualMachine_Get_InstanceView` 200 with the VM's state: `statuses`, the disks, and (only
+   * while the VM runs, as the guest agent reports them) computerName, osName, osVersion, vmAgent,
+   * extensions and patchStatus.
+   */
   function instanceViewBody(vm: VmState): Record<string, unknown> {
     const now = iso(Date.now());
-    const props = (vm.body.properties ?? {}) as Record<string, unknown>;
-    const osProfile = (props.osProfile ?? {}) as Record<string, unknown>;
+    const props = record(vm.body.properties);
+    const osProfile = record(props.osProfile);
     const windows = osProfile.windowsConfiguration !== undefined;
-    const osDiskName = (((props.storageProfile ?? {}) as Record<string, unknown>).osDisk as
-      | Record<string, unknown>
-      | undefined)?.name ?? `${vm.name}_OsDisk_1_${vm.vmId.replaceAll("-", "")}`;
+    const body = record(example(INSTANCE_VIEW_EXAMPLE, 200));
 
     const statuses: Record<string, unknown>[] = [];
     if (vm.provisioningState === "Failed") {
@@ -588,39 +675,45 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
       });
     }
 
-    const body: Record<string, unknown> = {};
-    body.platformUpdateDomain = 0;
-    body.platformFaultDomain = 0;
     if (vm.powerState === "running") {
-      // The guest agent reports these only while the VM runs.
       body.computerName = osProfile.computerName ?? vm.name;
-      body.osName = windows ? "Windows Server 2016 Datacenter" : "ubuntu";
-      body.osVersion = windows ? "Microsoft Windows NT 10.0.14393.0" : "22.04";
-      body.vmAgent = {
-        vmAgentVersion: windows ? "2.7.41491.949" : "2.9.1.1",
-        statuses: [{
-          code: "ProvisioningState/succeeded",
-          level: "Info",
-          displayStatus: "Ready",
-          message: "GuestAgent is running and accepting new configurations.",
-          time: now,
-        }],
-        extensionHandlers: [],
-      };
+      if (!windows) {
+        // The example is a Windows VM; these are what a Linux guest agent reports.
+        body.osName = "ubuntu";
+        body.osVersion = "22.04";
+      }
+      const vmAgent = record(body.vmAgent);
+      if (!windows) vmAgent.vmAgentVersion = "2.9.1.1";
+      for (const status of (vmAgent.statuses ?? []) as Record<string, unknown>[]) {
+        if ("time" in status) status.time = now;
+      }
+      body.vmAgent = vmAgent;
+    } else {
+      for (
+        const key of ["computerName", "osName", "osVersion", "vmAgent", "extensions", "patchStatus"]
+      ) delete body[key];
     }
+
     if (vm.provisioningState !== "Creating" || vm.powerState) {
-      body.disks = [{
-        name: osDiskName,
-        statuses: [{
-          code: "ProvisioningState/succeeded",
-          level: "Info",
-          displayStatus: "Provisioning succeeded",
-          time: vm.timeCreated,
-        }],
-      }];
+      const templates = (body.disks ?? []) as Record<string, unknown>[];
+      const disk = (name: unknown, template: Record<string, unknown> | undefined) => {
+        const entry = structuredClone(template ?? { statuses: [{}] });
+        entry.name = name;
+        for (const status of (entry.statuses ?? []) as Record<string, unknown>[]) {
+          status.time = vm.timeCreated;
+        }
+        return entry;
+      };
+      const dataDisks = (record(props.storageProfile).dataDisks ?? []) as unknown[];
+      body.disks = [
+        disk(osDiskName(vm), templates[0]),
+        ...dataDisks.map((d, i) =>
+          disk(record(d).name ?? `${vm.name}_disk${i + 2}`, templates[1] ?? templates[0])
+        ),
+      ];
+    } else {
+      delete body.disks;
     }
-    body.hyperVGeneration = "V2";
-    body.isVMInStandbyPool = false;
     body.statuses = statuses;
     return body;
   }
@@ -1098,7 +1191,7 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
             reprovision ? provisionMs : operationMs,
             apiVersion,
           );
-          return json(200, vmBody(vm), asyncUrls(op));
+          return json(200, vmBody(vm, example(CREATE_EXAMPLE, 200)), asyncUrls(op));
         }
         const created: VmState = {
           name,
@@ -1114,13 +1207,16 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
         };
         vms.set(name, created);
         const op = beginOperation(created, "create", provisionMs, apiVersion);
-        return json(201, vmBody(created), asyncUrls(op));
+        return json(201, vmBody(created, example(CREATE_EXAMPLE, 201)), asyncUrls(op));
       }
       case "get":
         if (!vm) return notFound();
-        return json(200, vmBody(vm, url.searchParams.get("$expand") ?? undefined));
+        return json(
+          200,
+          vmBody(vm, example(GET_EXAMPLE, 200), url.searchParams.get("$expand") ?? undefined),
+        );
       case "list": {
-        const value = [...vms.values()].map((v) => vmBody(v));
+        const value = [...vms.values()].map((v) => vmBody(v, example(GET_EXAMPLE, 200)));
         return json(200, { value });
       }
       case "instanceView":
@@ -1139,10 +1235,10 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
         const op = beginOperation(vm, r.operation, operationMs, apiVersion);
         vm.powerState = transitional[r.operation]!;
         vm.provisioningState = "Updating";
-        return json(202, null, asyncUrls(op));
+        return json(202, example(ACTION_EXAMPLES[r.operation], 202), asyncUrls(op));
       }
       case "delete": {
-        if (!vm) return json(204, null);
+        if (!vm) return json(204, example(ACTION_EXAMPLES.delete, 204));
         const force = url.searchParams.get("forceDeletion");
         const op = beginOperation(
           vm,
@@ -1152,7 +1248,7 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
           force === null ? undefined : force === "true",
         );
         vm.provisioningState = "Deleting";
-        return json(202, null, asyncUrls(op));
+        return json(202, example(ACTION_EXAMPLES.delete, 202), asyncUrls(op));
       }
       case "operationStatus":
       case "operationResult": {
@@ -1169,9 +1265,9 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
         if (op.kind === "delete") return json(204, null);
         if (op.kind === "create" || op.kind === "update") {
           const current = vms.get(op.vmName);
-          return current ? json(200, vmBody(current)) : json(204, null);
+          return current ? json(200, vmBody(current, example(GET_EXAMPLE, 200))) : json(204, null);
         }
-        return json(200, null);
+        return json(200, example(ACTION_EXAMPLES[op.kind], 200));
       }
       default:
         return json(404, armError("NotFound", "Unknown operation."));

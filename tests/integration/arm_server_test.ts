@@ -459,6 +459,154 @@ Deno.test("ARM: authentication, create, async operation, instance view, get, lis
     assert.equal(invalid.body.error.code, "InvalidRequestContent");
   }, { provisionMs: 400, operationMs: 150 }));
 
+// ---- the official example bodies ------------------------------------------------------------------
+
+const EXAMPLES = new URL("../fixtures/azure/", import.meta.url);
+
+// deno-lint-ignore no-explicit-any
+function exampleBody(name: string, status: number): any {
+  const file = JSON.parse(Deno.readTextFileSync(new URL(`${name}.json`, EXAMPLES)));
+  return file.responses[String(status)].body;
+}
+
+/** The keys of `expected` (an example's object) that `actual` lacks. */
+const missingKeys = (actual: object, expected: object) =>
+  Object.keys(expected).filter((key) => !(key in actual));
+
+Deno.test("ARM: answers are the official examples' bodies with our dynamic fields", () =>
+  withServer(async (server) => {
+    const token = await getToken(server);
+    const request = vmRequest("vm1", "West Europe");
+    const secrets = [
+      request.properties.osProfile.adminPassword,
+      request.properties.osProfile.customData,
+    ];
+
+    // PUT (create): VirtualMachine_Create_WithNetworkInterfaceConfiguration.json 201.
+    const created = await call(server, "PUT", vmPath("vm1"), {
+      token,
+      body: JSON.stringify(request),
+    });
+    assert.equal(created.status, 201, created.text);
+    const create201 = exampleBody("VirtualMachine_Create_WithNetworkInterfaceConfiguration", 201);
+    assert.deepEqual(missingKeys(created.body, create201), []);
+    assert.deepEqual(missingKeys(created.body.properties, create201.properties), []);
+    assert.equal(created.body.type, "Microsoft.Compute/virtualMachines");
+    assert.equal(created.body.type, create201.type);
+    const props = created.body.properties;
+    assert.equal(created.body.name, "vm1");
+    assert.equal(created.body.id, vmPath("vm1").split("?")[0]);
+    assert.equal(created.body.location, "westeurope");
+    assert.deepEqual(created.body.tags, request.tags);
+    assert.equal(props.provisioningState, "Creating");
+    assert.equal(props.hardwareProfile.vmSize, "Standard_D2s_v3");
+    assert.match(props.vmId, /^[0-9a-f-]{36}$/);
+    assert.notEqual(props.vmId, create201.properties.vmId);
+    assert.deepEqual(
+      props.storageProfile.imageReference,
+      request.properties.storageProfile.imageReference,
+    );
+    assert.equal(props.storageProfile.osDisk.name, "vm1-osdisk");
+    assert.equal(props.storageProfile.osDisk.osType, "Linux");
+    assert.deepEqual(props.networkProfile, request.properties.networkProfile);
+    assert.equal(props.osProfile.computerName, "vm1");
+    assert.equal(props.osProfile.adminUsername, "azureuser");
+    assert.equal(props.osProfile.windowsConfiguration, undefined);
+    assert.deepEqual(props.osProfile.linuxConfiguration, { disablePasswordAuthentication: true });
+    assert.deepEqual(props.osProfile.secrets, []);
+    assert.ok(!("adminPassword" in props.osProfile) && !("customData" in props.osProfile));
+    for (const secret of secrets) assert.ok(!created.text.includes(secret));
+    await waitFor("running", () => server.vms.get("vm1")!.powerState === "running" || undefined);
+
+    // GET: VirtualMachine_Get.json 200; `userData` only with $expand=userData, as on Azure.
+    const got = await call(server, "GET", vmPath("vm1"), { token });
+    assert.equal(got.status, 200);
+    const get200 = exampleBody("VirtualMachine_Get", 200);
+    assert.deepEqual(missingKeys(got.body, get200), []);
+    assert.deepEqual(missingKeys(got.body.properties, get200.properties), ["userData"]);
+    assert.equal(got.body.type, get200.type);
+    assert.equal(got.body.name, "vm1");
+    assert.equal(got.body.location, "westeurope");
+    assert.deepEqual(got.body.tags, request.tags);
+    assert.match(got.body.etag, /^"\d+"$/);
+    assert.equal(got.body.properties.provisioningState, "Succeeded");
+    assert.equal(got.body.properties.vmId, props.vmId);
+    assert.equal(got.body.properties.timeCreated, props.timeCreated);
+    assert.equal(got.body.properties.hardwareProfile.vmSize, "Standard_D2s_v3");
+    assert.deepEqual(got.body.properties.networkProfile, request.properties.networkProfile);
+    assert.deepEqual(got.body.properties.storageProfile.dataDisks, []);
+    assert.equal(got.body.properties.osProfile.computerName, "vm1");
+    for (const secret of secrets) assert.ok(!got.text.includes(secret));
+    // What only the example has is the example's.
+    for (const key of ["diagnosticsProfile", "availabilitySet", "extensionsTimeBudget"]) {
+      assert.deepEqual(got.body.properties[key], get200.properties[key], key);
+    }
+    assert.deepEqual(got.body.resources, get200.resources);
+    assert.equal(got.body.managedBy, get200.managedBy);
+
+    // GET instanceView: VirtualMachine_Get_InstanceView.json 200 with the VM's state.
+    const view = await call(server, "GET", vmPath("vm1", "/instanceView"), { token });
+    assert.equal(view.status, 200);
+    const view200 = exampleBody("VirtualMachine_Get_InstanceView", 200);
+    assert.deepEqual(missingKeys(view.body, view200), []);
+    assert.deepEqual(missingKeys(view.body.vmAgent, view200.vmAgent), []);
+    assert.deepEqual(missingKeys(view.body.disks[0], view200.disks[0]), []);
+    for (const key of ["bootDiagnostics", "extensions", "patchStatus", "hyperVGeneration"]) {
+      assert.deepEqual(view.body[key], view200[key], key);
+    }
+    assert.deepEqual(view.body.vmAgent.extensionHandlers, view200.vmAgent.extensionHandlers);
+    assert.deepEqual(statusCodes(view.body), ["ProvisioningState/succeeded", "PowerState/running"]);
+    assert.notEqual(view.body.statuses[0].time, view200.statuses[0].time);
+    assert.equal(view.body.computerName, "vm1");
+    assert.equal(view.body.osName, "ubuntu");
+    assert.notEqual(view.body.vmAgent.statuses[0].time, view200.vmAgent.statuses[0].time);
+    assert.deepEqual(view.body.disks.map((d: { name: string }) => d.name), ["vm1-osdisk"]);
+    assert.equal(view.body.disks[0].statuses[0].time, props.timeCreated);
+
+    // $expand=instanceView embeds the same instance view.
+    const expanded = await call(
+      server,
+      "GET",
+      vmPath("vm1", "", "api-version=2025-04-01&$expand=instanceView"),
+      { token },
+    );
+    const embedded = expanded.body.properties.instanceView;
+    assert.deepEqual(missingKeys(embedded, view200), []);
+    assert.deepEqual(statusCodes(embedded), ["ProvisioningState/succeeded", "PowerState/running"]);
+
+    // PUT (update): the same example's 200.
+    const updated = await call(server, "PUT", vmPath("vm1"), {
+      token,
+      body: JSON.stringify({ ...request, tags: { project: "p-2" } }),
+    });
+    assert.equal(updated.status, 200);
+    const create200 = exampleBody("VirtualMachine_Create_WithNetworkInterfaceConfiguration", 200);
+    assert.deepEqual(missingKeys(updated.body.properties, create200.properties), []);
+    assert.equal(updated.body.properties.provisioningState, "Updating");
+    assert.deepEqual(updated.body.tags, { project: "p-2" });
+    assert.equal(updated.body.properties.vmId, props.vmId);
+
+    // userData: ours, and only with $expand=userData.
+    const withUserData = vmRequest("vm2");
+    const userData = btoa("our user data");
+    await call(server, "PUT", vmPath("vm2"), {
+      token,
+      body: JSON.stringify({
+        ...withUserData,
+        properties: { ...withUserData.properties, userData },
+      }),
+    });
+    const plain = await call(server, "GET", vmPath("vm2"), { token });
+    assert.equal(plain.body.properties.userData, undefined);
+    const expandedUserData = await call(
+      server,
+      "GET",
+      vmPath("vm2", "", "api-version=2025-04-01&$expand=userData"),
+      { token },
+    );
+    assert.equal(expandedUserData.body.properties.userData, userData);
+  }, { provisionMs: 100, operationMs: 100 }));
+
 Deno.test("ARM: start, deallocate, powerOff, delete and their async operations", () =>
   withServer(async (server) => {
     const token = await getToken(server);
