@@ -39,8 +39,25 @@ Deno.test("loadConfig() names the variable that is malformed", () => {
   assert.throws(() => loadConfig({}), /DATABASE_URL/);
 });
 
+Deno.test("loadConfig() refuses a hosted project left on the default compute driver", () => {
+  assert.throws(
+    () => loadConfig({ ...base, SUPABASE_URL: "https://abc.supabase.co" }),
+    /COMPUTE_DRIVER: set it for a hosted project/,
+  );
+  const demo = loadConfig({
+    ...base,
+    SUPABASE_URL: "https://abc.supabase.co",
+    COMPUTE_DRIVER: "local",
+  });
+  assert.equal(demo.computeDriver, "local");
+});
+
 Deno.test("loadConfig() never falls back to the local JWT secret for a hosted project", () => {
-  const hosted = loadConfig({ ...base, SUPABASE_URL: "https://abc.supabase.co" });
+  const hosted = loadConfig({
+    ...base,
+    SUPABASE_URL: "https://abc.supabase.co",
+    COMPUTE_DRIVER: "local",
+  });
   assert.equal(hosted.jwt.secret, undefined);
   assert.equal(hosted.jwt.jwksUrl?.href, "https://abc.supabase.co/auth/v1/.well-known/jwks.json");
   assert.equal(hosted.jwt.issuer, undefined);
