@@ -1,13 +1,15 @@
 /**
- * `deno task jwt <user_id>`: prints an HS256 user token signed with SUPABASE_JWT_SECRET (default:
- * the local secret), valid for an hour (JWT_EXPIRES_IN seconds to change it).
+ * `deno task jwt [user_id]`: prints an HS256 user token signed with SUPABASE_JWT_SECRET (default:
+ * the local secret), valid for an hour (JWT_EXPIRES_IN seconds to change it). Without a user id,
+ * the token of the seed's demo user.
  */
 import { mintUserJwt } from "./lib/jwt.ts";
+import { DEMO_USER_EMAIL, DEMO_USER_ID } from "./lib/seed.ts";
 
-const userId = Deno.args[0];
+const userId = Deno.args[0] ?? DEMO_USER_ID;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-if (!userId || !UUID.test(userId)) {
-  console.error("Usage: deno task jwt <user_id>   (user_id is the UUID of a row in auth.users)");
+if (!UUID.test(userId)) {
+  console.error("Usage: deno task jwt [user_id]   (user_id is the UUID of a row in auth.users)");
   Deno.exit(2);
 }
 const secret = Deno.env.get("SUPABASE_JWT_SECRET");
@@ -16,6 +18,7 @@ const expiresIn = Number(Deno.env.get("JWT_EXPIRES_IN") ?? 3600);
 console.log(
   await mintUserJwt(userId, {
     expiresIn,
+    ...(userId === DEMO_USER_ID ? { email: DEMO_USER_EMAIL } : {}),
     ...(secret ? { secret } : {}),
     ...(issuer ? { issuer } : {}),
   }),

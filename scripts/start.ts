@@ -1,8 +1,9 @@
 /**
- * `deno task start`: the whole service on one machine. Opens the database (DATABASE_URL, or a
- * private cluster under `.local/`), applies pending migrations, serves the functions at
- * http://127.0.0.1:$PORT/functions/v1/<name>, runs the reconciler every RECONCILE_INTERVAL_MS,
- * and stops everything it started on Ctrl-C.
+ * `deno task start`: the whole service on one machine, as `supabase start` lays it out. Opens the
+ * database (DATABASE_URL, or a private cluster under `.local/`, seeded when new), applies pending
+ * migrations, starts the Data API (PostgREST), serves it at http://127.0.0.1:$PORT/rest/v1 and the
+ * functions at /functions/v1/<name> on the same port, runs the reconciler every
+ * RECONCILE_INTERVAL_MS, and stops everything it started on Ctrl-C.
  */
 import { loadConfig } from "../supabase/functions/_shared/config.ts";
 import { describeError } from "../supabase/functions/_shared/log.ts";
@@ -10,19 +11,28 @@ import { closeServices, createServices } from "../supabase/functions/_shared/ser
 import { createVmApi } from "../supabase/functions/vm-api/handler.ts";
 import { createVmReconciler } from "../supabase/functions/vm-reconciler/handler.ts";
 import { createVmReporter } from "../supabase/functions/vm-reporter/handler.ts";
-import { routeFunctions } from "./lib/functions_server.ts";
+import { readApiSettings } from "./lib/api_settings.ts";
+import { createGateway, type DataApiRoute } from "./lib/gateway.ts";
+import { mintApiKey } from "./lib/jwt.ts";
 import { LocalFleet } from "./lib/local_fleet.ts";
 import { openLocalDatabase } from "./lib/local_database.ts";
 import { migrate } from "./lib/migrations.ts";
+import { type DataApi, startDataApi } from "./lib/postgrest.ts";
 import { startReconcileLoop } from "./lib/reconcile_loop.ts";
+import { seed } from "./lib/seed.ts";
 
 const say = (line: string) => console.log(`[start] ${line}`);
 
 const database = await openLocalDatabase(say);
 say(`database: ${database.url}`);
 await migrate(database.url, say);
+if (database.fresh) {
+  await seed(database.url);
+  say("seeded supabase/seed.sql (a new local database)");
+}
 
 const config = loadConfig({ ...Deno.env.toObject(), DATABASE_URL: database.url });
+const dataApi = await openDataApi();
 // The local driver's VMs get simulated agents; the fleet needs the services it is a hook of.
 let fleet: LocalFleet | undefined;
 const services = await createServices(config, {
@@ -42,6 +52,13 @@ const server = Deno.serve(
       fleet?.start(`${base}/vm-reporter`).catch((error) =>
         services.log.error("simulated agents could not start", describeError(error))
       );
+      say(`API URL:       http://127.0.0.1:${port}`);
+      say(`REST URL:      http://127.0.0.1:${port}/rest/v1` + (dataApi ? "" : " (not running)"));
+      say(`DB URL:        ${redactPassword(database.url)}`);
+      if (dataApi) {
+        say(`anon key:      ${dataApi.keys.anon}`);
+        say(`service_role key: ${dataApi.keys.serviceRole}`);
+      }
       say(`vm-api:        ${base}/vm-api`);
       say(`vm-reporter:   ${base}/vm-reporter/<route>`);
       say(
@@ -51,12 +68,59 @@ const server = Deno.serve(
       say(`ready: http://127.0.0.1:${port} (Ctrl-C stops)`);
     },
   },
-  routeFunctions({
-    "vm-api": createVmApi(services),
-    "vm-reporter": createVmReporter(services),
-    "vm-reconciler": createVmReconciler(services),
+  createGateway({
+    functions: {
+      "vm-api": createVmApi(services),
+      "vm-reporter": createVmReporter(services),
+      "vm-reconciler": createVmReconciler(services),
+    },
+    ...(dataApi ? { dataApi: dataApi.route } : {}),
   }),
 );
+
+/**
+ * PostgREST with the functions' JWT secret, and the API keys signed with it. Hosted projects have
+ * Supabase's own Data API; locally it needs the HS256 secret (the local default has one).
+ */
+async function openDataApi(): Promise<
+  { process: DataApi; route: DataApiRoute; keys: { anon: string; serviceRole: string } } | undefined
+> {
+  const jwtSecret = config.jwt.secret;
+  if (!jwtSecret) {
+    say("Data API: not started (it needs an HS256 JWT secret; none is configured)");
+    return undefined;
+  }
+  try {
+    const process = await startDataApi({
+      databaseUrl: database.url,
+      ...(Deno.env.get("AUTHENTICATOR_PASSWORD")
+        ? { authenticatorPassword: Deno.env.get("AUTHENTICATOR_PASSWORD")! }
+        : {}),
+      jwtSecret,
+      settings: await readApiSettings(),
+      log: say,
+    });
+    say(`Data API: ${process.version} (pid ${process.pid()})`);
+    return {
+      process,
+      route: { origin: process.origin, jwtSecret },
+      keys: {
+        anon: await mintApiKey("anon", jwtSecret),
+        serviceRole: await mintApiKey("service_role", jwtSecret),
+      },
+    };
+  } catch (error) {
+    say(`cannot start: ${(error as Error).message}`);
+    await database.stop();
+    Deno.exit(1);
+  }
+}
+
+function redactPassword(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = "***";
+  return parsed.href;
+}
 
 const SHUTDOWN_GRACE_MS = 10_000;
 let stopping = false;
@@ -78,6 +142,7 @@ async function shutdown(signal: string) {
   await fleet?.stop();
   await reconciler.stop();
   await server.shutdown();
+  await dataApi?.process.stop();
   await closeServices(services);
   await database.stop();
   clearTimeout(force);

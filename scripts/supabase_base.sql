@@ -14,8 +14,14 @@ begin
   if not exists (select 1 from pg_roles where rolname = 'service_role') then
     create role service_role nologin noinherit bypassrls;
   end if;
+  -- The Data API's login: no privileges of its own, it only switches to the API roles (PostgREST
+  -- does `set local role` from the JWT's role claim). Locally the cluster trusts loopback.
+  if not exists (select 1 from pg_roles where rolname = 'authenticator') then
+    create role authenticator login noinherit;
+  end if;
 end
 $$;
+grant anon, authenticated, service_role to authenticator;
 
 -- The connecting role switches to these roles per transaction, as PostgREST's authenticator does.
 grant anon, authenticated, service_role to current_user;
@@ -67,4 +73,7 @@ alter default privileges in schema public grant all on functions to anon, authen
 alter default privileges in schema public grant all on sequences to anon, authenticated, service_role;
 
 create schema if not exists extensions;
+-- Exposed by default in every Supabase project's Data API (it holds pg_graphql's entry point there).
+create schema if not exists graphql_public;
+grant usage on schema graphql_public to anon, authenticated, service_role;
 grant usage on schema extensions to anon, authenticated, service_role;

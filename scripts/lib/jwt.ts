@@ -28,3 +28,19 @@ export function mintUserJwt(userId: string, options: MintOptions = {}): Promise<
     .setExpirationTime(now + (options.expiresIn ?? 3600))
     .sign(new TextEncoder().encode(options.secret ?? LOCAL_JWT_SECRET));
 }
+
+/** The expiry the Supabase CLI gives its local API keys (2032-11-12). */
+const LOCAL_API_KEY_EXPIRY = 1983812996;
+
+/**
+ * An API key (`anon` or `service_role`) shaped exactly like the Supabase CLI's local ones, so with
+ * the CLI's local secret the anon key is the well-known local anon key, byte for byte.
+ */
+export function mintApiKey(
+  role: "anon" | "service_role",
+  secret: string = LOCAL_JWT_SECRET,
+): Promise<string> {
+  return new SignJWT({ iss: "supabase-demo", role, exp: LOCAL_API_KEY_EXPIRY })
+    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .sign(new TextEncoder().encode(secret));
+}

@@ -2,10 +2,13 @@
  * The database the local tasks use: DATABASE_URL when set (nothing is started), otherwise the
  * private cluster under `.local/postgres`, kept between runs.
  */
+import { exists } from "./exists.ts";
 import { startCluster } from "./postgres_cluster.ts";
 
 export interface LocalDatabase {
   url: string;
+  /** True when this call created the private cluster: nothing has been applied to it yet. */
+  fresh: boolean;
   /** Stops what this process started; an external database is left alone. */
   stop(): Promise<void>;
 }
@@ -15,11 +18,12 @@ const SUPABASE_CLI_DB_PORT = 54322;
 
 export async function openLocalDatabase(log: (line: string) => void): Promise<LocalDatabase> {
   const external = Deno.env.get("DATABASE_URL");
-  if (external) return { url: external, stop: async () => {} };
+  if (external) return { url: external, fresh: false, stop: async () => {} };
+  const fresh = !(await exists(`${LOCAL_DATA_DIR}/PG_VERSION`));
   const cluster = await startCluster({
     dataDir: LOCAL_DATA_DIR,
     preferredPort: SUPABASE_CLI_DB_PORT,
     log,
   });
-  return { url: cluster.url, stop: cluster.stop };
+  return { url: cluster.url, fresh, stop: cluster.stop };
 }

