@@ -623,8 +623,7 @@ Deno.test("approvals: requested by the VM, decided by a member, acknowledged", a
 
   await t.step("deciding twice is an error", async () => {
     const twice = await pgError(() => decide(db.sql, userId, approvalId, "rejected"));
-    assert.equal(twice.code, "55000");
-    assert.match(twice.message, /already approved/);
+    assertConflict(twice, /already approved/);
     assert.equal((await approvalRow(approvalId)).status, "approved");
     assert.deepEqual(await poll(vm), [], "no second decision command");
   });
@@ -718,8 +717,7 @@ Deno.test("approvals: requested by the VM, decided by a member, acknowledged", a
       update public.approvals set expires_at = now() - interval '1 second' where id = ${id}`;
     assert.equal(await pendingCount(userId), 0, "an approval past its time is not pending");
     const late = await pgError(() => decide(db.sql, userId, id, "approved"));
-    assert.equal(late.code, "55000");
-    assert.match(late.message, /expired/);
+    assertConflict(late, /expired/);
 
     const commands = await poll(vm);
     const decision = commands.find((c) => c.payload.approval_id === id);
@@ -735,7 +733,7 @@ Deno.test("approvals: requested by the VM, decided by a member, acknowledged", a
     assert.equal(row.status, "expired");
     assert.equal(row.decided_by, null);
     const again = await pgError(() => decide(db.sql, userId, id, "approved"));
-    assert.equal(again.code, "55000");
+    assertConflict(again, /expired/);
     assert.deepEqual(await poll(vm), [], "the VM is told once");
   });
 
@@ -754,3 +752,14 @@ Deno.test("approvals: requested by the VM, decided by a member, acknowledged", a
     assert.equal(count, 1);
   });
 });
+
+/**
+ * A decision on an approval that is no longer pending: the Data API answers 409 with code 55000
+ * (SQLSTATE PGRST carrying the body PostgREST sends, see private.raise_api_error).
+ */
+function assertConflict(error: { code: string; message: string }, message: RegExp) {
+  assert.equal(error.code, "PGRST");
+  const body = JSON.parse(error.message);
+  assert.equal(body.code, "55000");
+  assert.match(body.message, message);
+}

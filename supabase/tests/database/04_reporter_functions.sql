@@ -178,10 +178,10 @@ select results_eq(
   'approving queues an approval_decision command for the VM');
 select throws_ok(
   $$select public.decide_approval('0a000000-0000-4000-8000-000000000001', 'rejected')$$,
-  '55000', 'This approval is already approved', 'an approval is decided once');
+  'PGRST', '{"code" : "55000", "message" : "This approval is already approved", "details" : null, "hint" : null}', 'an approval is decided once');
 select throws_ok(
   $$select public.decide_approval('0a000000-0000-4000-8000-000000000001', 'approved')$$,
-  '55000', 'This approval is already approved', 'the same decision twice is refused too');
+  'PGRST', '{"code" : "55000", "message" : "This approval is already approved", "details" : null, "hint" : null}', 'the same decision twice is refused too');
 select lives_ok(
   $$select public.decide_approval('0a000000-0000-4000-8000-000000000002', 'rejected')$$,
   'a member can reject without a comment');
@@ -194,7 +194,7 @@ select results_eq(
   'rejecting queues the rejection with a null comment');
 select throws_ok(
   $$select public.decide_approval('0a000000-0000-4000-8000-000000000003', 'approved')$$,
-  '55000', 'This approval has expired', 'an approval past its time cannot be decided');
+  'PGRST', '{"code" : "55000", "message" : "This approval has expired", "details" : null, "hint" : null}', 'an approval past its time cannot be decided');
 select throws_ok(
   $$select public.decide_approval('0a000000-0000-4000-8000-0000000000ff', 'approved')$$,
   '42501', 'Approval not found', 'an unknown approval is not found');
