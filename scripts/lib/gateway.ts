@@ -90,13 +90,12 @@ function proxyDataApi(route: DataApiRoute): Handler {
         headers,
         body: request.body,
         redirect: "manual",
-        signal: request.signal,
       });
       const answer = new Headers(upstream.headers);
       for (const name of HOP_BY_HOP) answer.delete(name);
       return new Response(upstream.body, { status: upstream.status, headers: answer });
     } catch {
-      // PostgREST is restarting (its supervisor brings it back) or the client went away.
+      // PostgREST is restarting: its supervisor brings it back.
       return json({ message: "The Data API is temporarily unavailable" }, 503, {
         "retry-after": "1",
       });
