@@ -134,9 +134,9 @@ Deno.test("PostgREST is supervised: restarted when it dies, stopped with the sta
     }, { timeoutMs: 20_000, intervalMs: 200 });
     assert.deepEqual(rows, [{ id: a.projectId }]);
     assert.match(server.output(), /PostgREST exited \(SIGKILL\); restarting/);
-    const current = await eventually(async () => {
+    const current = await eventually(() => {
       const back = /PostgREST is back \(pid (\d+)\)/.exec(server.output());
-      return back ? Number(back[1]) : undefined;
+      return Promise.resolve(back ? Number(back[1]) : undefined);
     });
     assert.notEqual(current, pid);
     await server.stop();
@@ -189,7 +189,7 @@ Deno.test("the seed: a demo user whose token works for the dashboard out of the 
   await using server = await startServer(db.url);
   const token = await denoTaskJwt();
 
-  await t.step("`deno task jwt` with no argument is the demo user", async () => {
+  await t.step("`deno task jwt` with no argument is the demo user", () => {
     const [, payload] = token.split(".");
     const claims = JSON.parse(atob(payload!.replaceAll("-", "+").replaceAll("_", "/")));
     assert.equal(claims.sub, DEMO_USER_ID);
