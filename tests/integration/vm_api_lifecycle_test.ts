@@ -613,19 +613,47 @@ Deno.test("a transition the current status does not allow is refused with 400", 
     }
   });
 
-  await t.step("delete with force from deleting (already requested) sends it again", async () => {
+  await t.step(
+    "a repeated force delete while one is under way records and sends nothing",
+    async () => {
+      const id = await createProject(db.sql, org, [user], { status: "active" });
+      ok<Transition>(await api.act(user, "delete", id, { force: true }));
+      assert.equal(await dbStatus(db.sql, id), "deleting");
+      for (let i = 0; i < 2; i++) {
+        const data = ok<Transition>(await api.act(user, "delete", id, { force: true }));
+        assert.deepEqual(data, { project_id: id, status: "deleting" });
+      }
+      assert.deepEqual(await activityRows(db.sql, id, "vm_delete_requested"), [
+        { details: { force: true } },
+      ]);
+      const ops = await operations(db.sql, id);
+      assert.deepEqual(ops.map((o) => [o.kind, o.force]), [["delete", true]], "one delete sent");
+      assert.notEqual(ops[0]!.state, "superseded");
+    },
+  );
+
+  await t.step("concurrent force deletes: all answer deleting, one is recorded", async () => {
+    const id = await createProject(db.sql, org, [user], { status: "active" });
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => api.act(user, "delete", id, { force: true })),
+    );
+    for (const answer of answers) {
+      assert.deepEqual(ok<Transition>(answer), { project_id: id, status: "deleting" });
+    }
+    assert.equal((await activityRows(db.sql, id, "vm_delete_requested")).length, 1);
+    assert.equal((await operations(db.sql, id)).length, 1);
+  });
+
+  await t.step("after a delete was given up, delete with force sends it again", async () => {
     const id = await createProject(db.sql, org, [user], { status: "active" });
     ok<Transition>(await api.act(user, "delete", id, { force: true }));
+    const [first] = await operations(db.sql, id);
+    await db.sql`select private.fail_vm_operation(${first!.id}, 'VM could not be deleted')`;
     assert.equal(await dbStatus(db.sql, id), "deleting");
-    const data = ok<Transition>(await api.act(user, "delete", id, { force: true }));
-    assert.deepEqual(data, { project_id: id, status: "deleting" });
-    assert.deepEqual(await activityRows(db.sql, id, "vm_delete_requested"), [
-      { details: { force: true } },
-      { details: { force: true } },
-    ]);
+    ok<Transition>(await api.act(user, "delete", id, { force: true }));
+    assert.equal((await activityRows(db.sql, id, "vm_delete_requested")).length, 2);
     const ops = await operations(db.sql, id);
-    assert.equal(ops.length, 2);
-    assert.equal(ops[0]!.state, "superseded", "the first delete is superseded by the second");
+    assert.deepEqual(ops.map((o) => o.state === "failed"), [true, false]);
     assert.deepEqual([ops[1]!.kind, ops[1]!.force], ["delete", true]);
   });
 

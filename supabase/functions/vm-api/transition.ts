@@ -1,16 +1,19 @@
 /**
- * start, stop and delete are the same request shape: call one transition function as the user,
- * then send the operation it recorded.
+ * create, start, stop and delete are the same request shape: call one transition function as the
+ * user, then send the operation it recorded.
  */
 import type postgres from "postgres";
 import type { ClaimedOperation } from "../_shared/operations.ts";
 import type { ActionContext } from "./action.ts";
 
-/** What the transition functions return; the operation is for the dispatcher, not the caller. */
+/**
+ * What the transition functions return; the operation is for the dispatcher, not the caller. No
+ * operation: the request repeated one already under way (a force delete while deleting).
+ */
 export interface TransitionResult {
   project_id: string;
   status: string;
-  operation: ClaimedOperation;
+  operation: ClaimedOperation | null;
 }
 
 export async function requestTransition(
@@ -18,6 +21,6 @@ export async function requestTransition(
   call: (tx: postgres.TransactionSql) => postgres.PendingQuery<[{ result: TransitionResult }]>,
 ): Promise<{ project_id: string; status: string }> {
   const result = await ctx.asUser(async (tx) => (await call(tx))[0].result);
-  ctx.dispatch(result.operation);
+  if (result.operation) ctx.dispatch(result.operation);
   return { project_id: result.project_id, status: result.status };
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { defineAction } from "../action.ts";
-import type { TransitionResult } from "../transition.ts";
+import { requestTransition } from "../transition.ts";
 
 export const create = defineAction(
   z.object({
@@ -16,17 +16,12 @@ export const create = defineAction(
       .regex(/^[A-Za-z][A-Za-z0-9_]{1,63}$/, { error: "must be a VM size such as Standard_D2s_v3" })
       .default("Standard_D2s_v3"),
   }),
-  async (ctx, input) => {
+  (ctx, input) => {
     const { config } = ctx.services;
-    const result = await ctx.asUser(async (tx) => {
-      const [row] = await tx<[{ result: TransitionResult }]>`
-        select private.vm_create(
-          ${input.organization_id}, ${input.name}, ${input.region}, ${input.vm_size},
-          ${config.operations.leaseSeconds}, ${config.activeProjectLimit}
-        ) as result`;
-      return row.result;
-    });
-    ctx.dispatch(result.operation);
-    return { project_id: result.project_id, status: result.status };
+    return requestTransition(ctx, (tx) =>
+      tx`select private.vm_create(
+        ${input.organization_id}, ${input.name}, ${input.region}, ${input.vm_size},
+        ${config.operations.leaseSeconds}, ${config.activeProjectLimit}
+      ) as result`);
   },
 );
