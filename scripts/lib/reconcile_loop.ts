@@ -3,7 +3,7 @@
  * vm-reconciler function instead). Runs never overlap within the process; stop() waits for the
  * one in progress.
  */
-import { describeError } from "../../supabase/functions/_shared/log.ts";
+import { answerFor, databaseAnswered } from "../../supabase/functions/_shared/failures.ts";
 import { reconcileOnce } from "../../supabase/functions/_shared/reconciler.ts";
 import type { Services } from "../../supabase/functions/_shared/services.ts";
 
@@ -19,9 +19,11 @@ export function startReconcileLoop(
   const tick = () => {
     current = reconcileOnce({ ...services, log })
       .then((report) => {
+        databaseAnswered(log);
         if (report.dispatched || report.given_up || report.stuck) log.debug("run", { ...report });
       })
-      .catch((error) => log.error("run failed", describeError(error)))
+      // An outage is logged once (by answerFor), not every interval.
+      .catch((error) => void answerFor(error, log, "run failed"))
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, intervalMs);
       });

@@ -22,6 +22,7 @@ const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(54321),
   CORS_ALLOWED_ORIGINS: z.string().default("http://localhost:3000,http://localhost:3001"),
   MAX_BODY_BYTES: positiveInt(1_048_576),
+  REQUEST_DEADLINE_MS: positiveInt(10_000),
   VM_API_RATE_LIMIT: positiveInt(20),
   VM_REPORTER_RATE_LIMIT: positiveInt(100),
   VM_REPORTER_UNAUTHENTICATED_LIMIT: positiveInt(30),
@@ -50,6 +51,8 @@ export interface Config {
   jwt: { secret?: string; jwksUrl?: URL; issuer?: string; audience: "authenticated" };
   corsAllowedOrigins: readonly string[];
   maxBodyBytes: number;
+  /** Past this a request stops waiting (for a hung database) and answers 503. */
+  requestDeadlineMs: number;
   vmApiRateLimit: number;
   vmReporterRateLimit: number;
   /** Failed reporter authentications allowed per minute per project ID. */
@@ -138,6 +141,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     },
     corsAllowedOrigins: origins,
     maxBodyBytes: e.MAX_BODY_BYTES,
+    requestDeadlineMs: e.REQUEST_DEADLINE_MS,
     vmApiRateLimit: e.VM_API_RATE_LIMIT,
     vmReporterRateLimit: e.VM_REPORTER_RATE_LIMIT,
     vmReporterUnauthenticatedLimit: e.VM_REPORTER_UNAUTHENTICATED_LIMIT,

@@ -12,7 +12,8 @@ export type ErrorCode =
   | "PAYLOAD_TOO_LARGE"
   | "UNSUPPORTED_MEDIA_TYPE"
   | "RATE_LIMITED"
-  | "INTERNAL";
+  | "INTERNAL"
+  | "UNAVAILABLE";
 
 export function statusOf(code: ErrorCode): number {
   switch (code) {
@@ -36,6 +37,8 @@ export function statusOf(code: ErrorCode): number {
       return 429;
     case "INTERNAL":
       return 500;
+    case "UNAVAILABLE":
+      return 503;
   }
 }
 

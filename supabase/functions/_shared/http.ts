@@ -1,5 +1,6 @@
 /** JSON answers and request bodies, the same for every function. */
 import { ApiError } from "./errors.ts";
+import { jsonDepth, MAX_BODY_DEPTH } from "./json_shape.ts";
 
 export type Headers = Record<string, string>;
 
@@ -15,9 +16,12 @@ export function success(data: unknown, headers: Headers = {}): Response {
   return json({ success: true, data }, 200, headers);
 }
 
-/** `{error}`, plus the request id on a 500 so a user can quote it and an operator can find it. */
+/**
+ * `{error}`, plus the request id on a 500 or 503 so a user can quote it and an operator can find
+ * it.
+ */
 export function failure(error: ApiError, requestId: string, headers: Headers = {}): Response {
-  const body = error.code === "INTERNAL"
+  const body = error.code === "INTERNAL" || error.code === "UNAVAILABLE"
     ? { error: error.message, request_id: requestId }
     : { error: error.message };
   return json(body, error.status, { ...error.headers, ...headers });
@@ -64,11 +68,16 @@ export async function readJson(
     bytes.set(chunk, offset);
     offset += chunk.byteLength;
   }
+  let value: unknown;
   try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
   } catch {
     throw new ApiError("BAD_REQUEST", "Request body is not valid JSON");
   }
+  if (jsonDepth(value) > MAX_BODY_DEPTH) {
+    throw new ApiError("BAD_REQUEST", `body: must not nest deeper than ${MAX_BODY_DEPTH} levels`);
+  }
+  return value;
 }
 
 function tooLarge(maxBytes: number): ApiError {

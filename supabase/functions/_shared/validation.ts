@@ -1,6 +1,7 @@
 /** zod failures as one 400 whose message names every field at fault. */
 import type { z } from "zod";
 import { ApiError } from "./errors.ts";
+import { findUnstorableText } from "./json_shape.ts";
 
 export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
@@ -33,22 +34,4 @@ function isMissing(input: unknown, path: readonly PropertyKey[]): boolean {
     node = (node as Record<PropertyKey, unknown>)[key];
   }
   return typeof node === "object" && node !== null && !(path.at(-1)! in node);
-}
-
-/**
- * The path of the first string (value or key) PostgreSQL cannot store as text or jsonb: one with
- * a NUL character or a lone UTF-16 surrogate. Checked after the schema, so free-form objects are
- * covered too and the request is refused as a 400 naming the field, never failed as a 500.
- */
-function findUnstorableText(value: unknown, path = ""): string | undefined {
-  const bad = (text: string) => text.includes("\u0000") || !text.isWellFormed();
-  if (typeof value === "string") return bad(value) ? path : undefined;
-  if (typeof value !== "object" || value === null) return undefined;
-  for (const [key, item] of Object.entries(value)) {
-    const at = path ? `${path}.${key}` : key;
-    if (bad(key)) return at;
-    const found = findUnstorableText(item, at);
-    if (found !== undefined) return found;
-  }
-  return undefined;
 }

@@ -8,13 +8,14 @@
 import { createUserJwtVerifier } from "../_shared/auth/verify_user_jwt.ts";
 import { asUser } from "../_shared/as_user.ts";
 import { corsHeaders, preflight } from "../_shared/cors.ts";
+import { withDeadline } from "../_shared/deadline.ts";
 import { ApiError } from "../_shared/errors.ts";
-import { failure, internalError, readJson, success } from "../_shared/http.ts";
-import { describeError } from "../_shared/log.ts";
+import { answerFor, databaseAnswered } from "../_shared/failures.ts";
+import { failure, readJson, success } from "../_shared/http.ts";
 import { dispatchOperation } from "../_shared/operations.ts";
 import { enforceRateLimit } from "../_shared/rate_limit.ts";
 import type { Services } from "../_shared/services.ts";
-import { apiErrorFromSql } from "../_shared/sql_errors.ts";
+import { unavailable } from "../_shared/sql_errors.ts";
 import { parseOrThrow } from "../_shared/validation.ts";
 import { ActionRequest, runAction } from "./actions.ts";
 
@@ -34,6 +35,20 @@ export function createVmApi(services: Services): (request: Request) => Promise<R
 
     let action = "unknown";
     try {
+      return await withDeadline(answer(), config.requestDeadlineMs, unavailable);
+    } catch (error) {
+      const refusal = answerFor(error, log.with({ action }), "vm-api request failed");
+      if (refusal.code !== "INTERNAL" && refusal.code !== "UNAVAILABLE") {
+        log.info("vm-api request refused", {
+          action,
+          status: refusal.status,
+          error: refusal.message,
+        });
+      }
+      return failure(refusal, requestId, headers);
+    }
+
+    async function answer(): Promise<Response> {
       if (request.method !== "POST") {
         throw new ApiError("METHOD_NOT_ALLOWED", "Method not allowed: use POST", {
           allow: "POST, OPTIONS",
@@ -52,6 +67,7 @@ export function createVmApi(services: Services): (request: Request) => Promise<R
       }
       const claims = identity.claims;
       await enforceRateLimit(sql, `vm-api:user:${claims.sub}`, config.vmApiRateLimit);
+      databaseAnswered(services.log);
 
       const input = parseOrThrow(ActionRequest, await readJson(request, config.maxBodyBytes));
       action = input.action;
@@ -68,14 +84,6 @@ export function createVmApi(services: Services): (request: Request) => Promise<R
       }, input);
       log.info("vm-api request", { action, status: 200, user_id: claims.sub });
       return success(data, headers);
-    } catch (error) {
-      const known = error instanceof ApiError ? error : apiErrorFromSql(error);
-      if (known) {
-        log.info("vm-api request refused", { action, status: known.status, error: known.message });
-        return failure(known, requestId, headers);
-      }
-      log.error("vm-api request failed", { action, status: 500, ...describeError(error) });
-      return failure(internalError(), requestId, headers);
     }
   };
 }

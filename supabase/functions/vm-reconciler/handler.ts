@@ -5,8 +5,8 @@
  */
 import { bearerMatches } from "../_shared/auth/verify_secret.ts";
 import { ApiError } from "../_shared/errors.ts";
-import { failure, internalError, success } from "../_shared/http.ts";
-import { describeError } from "../_shared/log.ts";
+import { answerFor } from "../_shared/failures.ts";
+import { failure, success } from "../_shared/http.ts";
 import { reconcileOnce } from "../_shared/reconciler.ts";
 import type { Services } from "../_shared/services.ts";
 
@@ -26,9 +26,7 @@ export function createVmReconciler(services: Services): (request: Request) => Pr
       log.info("reconciler run", { ...report });
       return success(report);
     } catch (error) {
-      if (error instanceof ApiError) return failure(error, requestId);
-      log.error("reconciler run failed", describeError(error));
-      return failure(internalError(), requestId);
+      return failure(answerFor(error, log, "reconciler run failed"), requestId);
     }
   };
 }

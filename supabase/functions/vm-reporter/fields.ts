@@ -1,5 +1,6 @@
 /** Field rules the reporter routes share; bounds match the columns they are stored in. */
 import { z } from "zod";
+import { jsonDepth } from "../_shared/json_shape.ts";
 
 const INT4_MAX = 2_147_483_647;
 
@@ -18,7 +19,25 @@ export const text = (max: number) =>
   z.string({ error: "must be a string" }).min(1, { error: "must not be empty" })
     .max(max, { error: `must be at most ${max} characters` });
 export const agentName = text(100);
-export const object = z.record(z.string(), z.unknown(), { error: "must be a JSON object" });
+/** Limits of a free-form object (`details`, `result`): it is stored whole as jsonb. */
+export const FREE_FORM_MAX_DEPTH = 16;
+export const FREE_FORM_MAX_BYTES = 65_536;
+
+export const object = z.record(z.string(), z.unknown(), { error: "must be a JSON object" })
+  .superRefine((value, ctx) => {
+    // The body's own depth bound (readJson) makes both measures safe to take.
+    if (jsonDepth(value, FREE_FORM_MAX_DEPTH) > FREE_FORM_MAX_DEPTH) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must not nest deeper than ${FREE_FORM_MAX_DEPTH} levels`,
+      });
+    } else if (new TextEncoder().encode(JSON.stringify(value)).byteLength > FREE_FORM_MAX_BYTES) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must be at most ${FREE_FORM_MAX_BYTES} bytes as JSON`,
+      });
+    }
+  });
 
 /** A batch of 1 to 100 records, validated whole. */
 export const batch = <T extends z.ZodType>(item: T) =>

@@ -7,11 +7,13 @@
  * without a valid token hears 401, not what was wrong with its body). Every request, whatever
  * its outcome, becomes a row of the request log. No CORS: only machines call this.
  */
+import { withDeadline } from "../_shared/deadline.ts";
 import { ApiError } from "../_shared/errors.ts";
-import { failure, internalError, pathBelow, readJson, success } from "../_shared/http.ts";
-import { describeError } from "../_shared/log.ts";
+import { answerFor, databaseAnswered } from "../_shared/failures.ts";
+import { failure, pathBelow, readJson, success } from "../_shared/http.ts";
 import { hashSecret, looksLikeReporterToken } from "../_shared/reporter_token.ts";
 import type { BaseServices } from "../_shared/services.ts";
+import { unavailable } from "../_shared/sql_errors.ts";
 import { parseOrThrow } from "../_shared/validation.ts";
 import { BOOTSTRAP_ROUTE, exchangeBootstrapCredential } from "./bootstrap.ts";
 import { createRequestLog } from "./request_log.ts";
@@ -40,6 +42,7 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
       select private.reporter_call(
         ${projectId}, ${tokenHash}, ${route}, ${sql.json((body ?? null) as never)}, ${settings}
       ) as answer`;
+    databaseAnswered(services.log);
     return row.answer;
   };
 
@@ -53,19 +56,14 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
 
     let response: Response;
     try {
-      response = await answer();
+      response = await withDeadline(answer(), config.requestDeadlineMs, unavailable);
     } catch (error) {
-      const known = error instanceof ApiError ? error : undefined;
-      if (known) {
-        response = failure(known, requestId);
-      } else {
-        log.error("vm-reporter request failed", {
-          route,
-          project_id: projectId,
-          ...describeError(error),
-        });
-        response = failure(internalError(), requestId);
-      }
+      const refusal = answerFor(
+        error,
+        log.with({ route, project_id: projectId }),
+        "vm-reporter request failed",
+      );
+      response = failure(refusal, requestId);
     }
     response.headers.set("x-request-id", requestId);
     requestLog.add({
