@@ -17,13 +17,14 @@ export function startReconcileLoop(
   let timer: ReturnType<typeof setTimeout> | undefined;
 
   const tick = () => {
+    const startedAt = Date.now();
     current = reconcileOnce({ ...services, log })
       .then((report) => {
         databaseAnswered(log);
         if (report.dispatched || report.given_up || report.stuck) log.debug("run", { ...report });
       })
       // An outage is logged once (by answerFor), not every interval.
-      .catch((error) => void answerFor(error, log, "run failed"))
+      .catch((error) => void answerFor(error, log, "run failed", startedAt))
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, intervalMs);
       });

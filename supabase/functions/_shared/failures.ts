@@ -10,10 +10,22 @@ import { apiErrorFromSql } from "./sql_errors.ts";
 
 /** Outage bookkeeping for this isolate (or local process): every function shares it. */
 let outage: { since: number; refused: number } | undefined;
+let lastRecovery = -Infinity;
 
-export function answerFor(error: unknown, log: Logger, what: string): ApiError {
+/**
+ * `startedAt` (epoch ms) is when the failed work began: a request that was already waiting when
+ * the database came back may still time out just after, which belongs to the outage that ended,
+ * not to a new one.
+ */
+export function answerFor(
+  error: unknown,
+  log: Logger,
+  what: string,
+  startedAt: number = Date.now(),
+): ApiError {
   const known = error instanceof ApiError ? error : apiErrorFromSql(error);
   if (known?.code === "UNAVAILABLE") {
+    if (!outage && startedAt < lastRecovery) return known;
     if (!outage) {
       outage = { since: Date.now(), refused: 0 };
       log.error("database unavailable: answering 503 until it is back", {
@@ -37,4 +49,5 @@ export function databaseAnswered(log: Logger): void {
     refused_requests: outage.refused,
   });
   outage = undefined;
+  lastRecovery = Date.now();
 }

@@ -25,6 +25,7 @@ export function createVmApi(services: Services): (request: Request) => Promise<R
 
   return async (request) => {
     const requestId = crypto.randomUUID();
+    const startedAt = Date.now();
     const log = services.log.with({ function: "vm-api", request_id: requestId });
     const origin = request.headers.get("origin");
     if (request.method === "OPTIONS") return preflight(origin, config.corsAllowedOrigins);
@@ -37,7 +38,7 @@ export function createVmApi(services: Services): (request: Request) => Promise<R
     try {
       return await withDeadline(answer(), config.requestDeadlineMs, unavailable);
     } catch (error) {
-      const refusal = answerFor(error, log.with({ action }), "vm-api request failed");
+      const refusal = answerFor(error, log.with({ action }), "vm-api request failed", startedAt);
       if (refusal.code !== "INTERNAL" && refusal.code !== "UNAVAILABLE") {
         log.info("vm-api request refused", {
           action,

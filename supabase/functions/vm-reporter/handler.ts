@@ -48,6 +48,7 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
 
   return async (request) => {
     const started = performance.now();
+    const startedAt = Date.now();
     const requestId = crypto.randomUUID();
     const log = services.log.with({ function: "vm-reporter", request_id: requestId });
     const route = pathBelow(request.url, "vm-reporter").slice(0, MAX_LOGGED_ROUTE);
@@ -62,6 +63,7 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
         error,
         log.with({ route, project_id: projectId }),
         "vm-reporter request failed",
+        startedAt,
       );
       response = failure(refusal, requestId);
     }
