@@ -100,7 +100,7 @@ async function openDataApi(): Promise<
       settings: await readApiSettings(),
       log: say,
     });
-    say(`Data API: ${process.version} (pid ${process.pid()})`);
+    say(`Data API: ${process.version} (pid ${await process.pid()})`);
     return {
       process,
       route: { origin: process.origin, jwtSecret },

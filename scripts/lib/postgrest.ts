@@ -30,8 +30,8 @@ export interface DataApi {
   /** e.g. http://127.0.0.1:40123 — PostgREST's own root, what `/rest/v1/` maps to. */
   origin: string;
   version: string;
-  /** The current process id (changes when it is restarted). */
-  pid(): number;
+  /** PostgREST's current process id (changes when it is restarted). */
+  pid(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -74,14 +74,12 @@ export async function startDataApi(options: DataApiOptions): Promise<DataApi> {
 
   let stopping = false;
   let output: string[] = [];
-  let child = spawn(binary, env, (line) => output = [...output, line].slice(-OUTPUT_TAIL_LINES));
+  const keep = (line: string) => output = [...output, line].slice(-OUTPUT_TAIL_LINES);
+  let child = spawn(binary, env, keep);
 
-  const exited = child.status.then((status) => status);
-  const ready = await waitReady(adminPort, exited);
+  const ready = await waitReady(adminPort, child.status);
   if (!ready.ok) {
-    try {
-      child.kill("SIGKILL");
-    } catch { /* already gone */ }
+    await child.kill("SIGKILL");
     throw new DataApiStartError(
       `PostgREST did not start (${ready.reason}). Its last output:\n${output.join("\n")}`,
     );
@@ -97,16 +95,13 @@ export async function startDataApi(options: DataApiOptions): Promise<DataApi> {
       if (stopping) return;
       crashes = Date.now() - startedAt > STABLE_AFTER_MS ? 1 : crashes + 1;
       const delay = RESTART_DELAYS_MS[Math.min(crashes - 1, RESTART_DELAYS_MS.length - 1)]!;
-      options.log(
-        `Data API: PostgREST exited (${status.signal ?? `code ${status.code}`}); ` +
-          `restarting in ${delay} ms`,
-      );
+      options.log(`Data API: PostgREST exited (code ${status.code}); restarting in ${delay} ms`);
       await new Promise((resolve) => setTimeout(resolve, delay));
       if (stopping) return;
       output = [];
-      child = spawn(binary, env, (line) => output = [...output, line].slice(-OUTPUT_TAIL_LINES));
+      child = spawn(binary, env, keep);
       const again = await waitReady(adminPort, child.status);
-      if (again.ok) options.log(`Data API: PostgREST is back (pid ${child.pid})`);
+      if (again.ok) options.log(`Data API: PostgREST is back (pid ${await child.pid})`);
       else {options.log(
           `Data API: PostgREST restart failed (${again.reason}): ${output.join(" | ")}`,
         );}
@@ -120,16 +115,7 @@ export async function startDataApi(options: DataApiOptions): Promise<DataApi> {
     pid: () => child.pid,
     async stop() {
       stopping = true;
-      try {
-        child.kill("SIGTERM");
-      } catch { /* already gone */ }
-      const timer = setTimeout(() => {
-        try {
-          child.kill("SIGKILL");
-        } catch { /* already gone */ }
-      }, 5_000);
-      await child.status;
-      clearTimeout(timer);
+      await child.kill("SIGTERM");
       await supervisor;
     },
   };
@@ -162,31 +148,91 @@ function postgrestEnv(
   };
 }
 
+/**
+ * PostgREST under a small shell that ties its life to ours: its stdin is a pipe from this process
+ * that is never written, so when this process dies however it dies (even SIGKILL) the pipe
+ * closes and PostgREST is killed, never left running on its own. The shell reports PostgREST's
+ * pid first, forwards SIGTERM, and exits with PostgREST's status.
+ */
+// A background job's stdin is /dev/null in a non-interactive shell: the pipe is kept as fd 3.
+const LIFELINE = `
+exec 3<&0
+"$0" <&- 3<&- &
+pid=$!
+echo "postgrest-pid $pid" >&2
+trap 'kill -TERM "$pid" 2>/dev/null' TERM INT
+(while read -r _ <&3; do :; done; kill -KILL "$pid" 2>/dev/null) &
+lifeline=$!
+while :; do
+  wait "$pid"
+  status=$?
+  kill -0 "$pid" 2>/dev/null || break
+done
+kill "$lifeline" 2>/dev/null
+exit "$status"
+`;
+
+interface PostgrestProcess {
+  /** PostgREST's own pid (not the shell's). */
+  pid: Promise<number>;
+  status: Promise<Deno.CommandStatus>;
+  /** Signals PostgREST, then waits until it has exited (SIGKILL after 5 s). */
+  kill(signal: Deno.Signal): Promise<void>;
+}
+
 function spawn(
   binary: string,
   env: Record<string, string>,
   onLine: (line: string) => void,
-): Deno.ChildProcess {
-  const child = new Deno.Command(binary, {
+): PostgrestProcess {
+  const shell = new Deno.Command("/bin/sh", {
+    args: ["-c", LIFELINE, binary],
     env,
     clearEnv: true,
-    stdin: "null",
+    stdin: "piped",
     stdout: "piped",
     stderr: "piped",
   }).spawn();
+  let reportPid: (pid: number) => void;
+  const pid = new Promise<number>((resolve) => (reportPid = resolve));
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     let pending = "";
+    const line = (text: string) => {
+      const reported = /^postgrest-pid (\d+)$/.exec(text);
+      if (reported) reportPid(Number(reported[1]));
+      else if (text.trim()) onLine(text);
+    };
     for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
       pending += chunk;
       const lines = pending.split("\n");
       pending = lines.pop()!;
-      for (const line of lines) if (line.trim()) onLine(line);
+      lines.forEach(line);
     }
-    if (pending.trim()) onLine(pending);
+    line(pending);
   };
-  pump(child.stdout).catch(() => {});
-  pump(child.stderr).catch(() => {});
-  return child;
+  pump(shell.stdout).catch(() => {});
+  pump(shell.stderr).catch(() => {});
+  const status = shell.status.then(async (status) => {
+    await shell.stdin.close().catch(() => {});
+    return status;
+  });
+  return {
+    pid,
+    status,
+    async kill(signal) {
+      const signalShell = (s: Deno.Signal) => {
+        try {
+          shell.kill(s);
+        } catch { /* already gone */ }
+      };
+      signalShell(signal);
+      const timer = setTimeout(() => signalShell("SIGKILL"), 5_000);
+      // SIGKILL ends the shell only: closing the lifeline ends PostgREST too.
+      if (signal === "SIGKILL") await shell.stdin.close().catch(() => {});
+      await status;
+      clearTimeout(timer);
+    },
+  };
 }
 
 type Readiness = { ok: true } | { ok: false; reason: string };

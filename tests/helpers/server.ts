@@ -6,10 +6,15 @@
 export interface TestServer extends AsyncDisposable {
   /** e.g. http://127.0.0.1:40123 */
   origin: string;
+  /** The server process id. */
+  pid: number;
   functionUrl(name: string): string;
   /** Everything the server printed so far (stdout and stderr). */
   output(): string;
+  /** SIGTERM: the graceful stop of Ctrl-C. */
   stop(): Promise<void>;
+  /** SIGKILL: a crash, nothing cleaned up. */
+  kill(): Promise<void>;
 }
 
 const START = new URL("../../scripts/start.ts", import.meta.url).pathname;
@@ -38,32 +43,47 @@ export async function startServer(
   };
   const pumps = Promise.all([collect(child.stdout), collect(child.stderr)]);
 
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const origin = await Promise.race([
-    ready,
-    child.status.then((s) => {
-      throw new Error(`server exited (${s.code}) before it was ready:\n${text}`);
-    }),
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`server not ready after 30 s:\n${text}`)), 30_000);
-    }),
-  ]).finally(() => clearTimeout(timer));
-
   let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    try {
-      child.kill("SIGTERM");
-    } catch { /* already gone */ }
+  const end = async (signal: Deno.Signal) => {
+    if (!stopped) {
+      stopped = true;
+      try {
+        child.kill(signal);
+      } catch { /* already gone */ }
+    }
     await child.status;
     await pumps;
   };
+
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let origin: string;
+  try {
+    origin = await Promise.race([
+      ready,
+      child.status.then((s) => {
+        throw new Error(`server exited (${s.code}) before it was ready:\n${text}`);
+      }),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`server not ready after 30 s:\n${text}`)),
+          30_000,
+        );
+      }),
+    ]);
+  } catch (error) {
+    await end("SIGKILL");
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+
   return {
     origin,
+    pid: child.pid,
     functionUrl: (name) => `${origin}/functions/v1/${name}`,
     output: () => text,
-    stop,
-    [Symbol.asyncDispose]: stop,
+    stop: () => end("SIGTERM"),
+    kill: () => end("SIGKILL"),
+    [Symbol.asyncDispose]: () => end("SIGTERM"),
   };
 }

@@ -133,7 +133,7 @@ Deno.test("PostgREST is supervised: restarted when it dies, stopped with the sta
       return await response.json();
     }, { timeoutMs: 20_000, intervalMs: 200 });
     assert.deepEqual(rows, [{ id: a.projectId }]);
-    assert.match(server.output(), /PostgREST exited \(SIGKILL\); restarting/);
+    assert.match(server.output(), /PostgREST exited \(code 137\); restarting/);
     const current = await eventually(() => {
       const back = /PostgREST is back \(pid (\d+)\)/.exec(server.output());
       return Promise.resolve(back ? Number(back[1]) : undefined);
@@ -141,6 +141,22 @@ Deno.test("PostgREST is supervised: restarted when it dies, stopped with the sta
     assert.notEqual(current, pid);
     await server.stop();
     assert.equal(await processExists(current), false, "PostgREST outlived the stack");
+  } finally {
+    await server.stop();
+  }
+});
+
+Deno.test("PostgREST dies with a stack that is killed outright (SIGKILL)", async () => {
+  await using db = await createTestDatabase();
+  const server = await startServer(db.url);
+  try {
+    const pid = dataApiPid(server.output());
+    await server.kill();
+    const gone = await eventually(
+      async () => (await processExists(pid)) ? undefined : true,
+      { timeoutMs: 10_000 },
+    );
+    assert.equal(gone, true);
   } finally {
     await server.stop();
   }

@@ -217,85 +217,6 @@ async function createUsers(sql: postgres.Sql, n: number): Promise<string[]> {
  * The real server like tests/helpers/server.ts starts it, but one that can be killed hard
  * (SIGKILL): the process dies in the middle of whatever it was doing, with no shutdown.
  */
-interface KillableServer extends AsyncDisposable {
-  origin: string;
-  functionUrl(name: string): string;
-  output(): string;
-  stop(): Promise<void>;
-  kill(): Promise<void>;
-}
-
-const START = new URL("../../scripts/start.ts", import.meta.url).pathname;
-
-async function startKillableServer(
-  databaseUrl: string,
-  env: Record<string, string>,
-): Promise<KillableServer> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", START],
-    env: { DATABASE_URL: databaseUrl, PORT: "0", ...env },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let text = "";
-  let resolveReady: (origin: string) => void = () => {};
-  const ready = new Promise<string>((resolve) => (resolveReady = resolve));
-  const collect = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-      text += chunk;
-      const match = /ready: (http:\/\/127\.0\.0\.1:\d+)/.exec(text);
-      if (match) resolveReady(match[1]!);
-    }
-  };
-  const pumps = Promise.all([collect(child.stdout), collect(child.stderr)]);
-
-  let exited = false;
-  const status = child.status.then((s) => {
-    exited = true;
-    return s;
-  });
-  const end = async (signal: Deno.Signal) => {
-    if (!exited) {
-      try {
-        child.kill(signal);
-      } catch { /* already gone */ }
-    }
-    await status;
-    await pumps;
-  };
-
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let origin: string;
-  try {
-    origin = await Promise.race([
-      ready,
-      status.then((s) => {
-        throw new Error(`server exited (${s.code}) before it was ready:\n${text}`);
-      }),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`server not ready after 30 s:\n${text}`)),
-          30_000,
-        );
-      }),
-    ]);
-  } catch (error) {
-    await end("SIGKILL");
-    throw error;
-  } finally {
-    clearTimeout(timer);
-  }
-  return {
-    origin,
-    functionUrl: (name) => `${origin}/functions/v1/${name}`,
-    output: () => text,
-    stop: () => end("SIGTERM"),
-    kill: () => end("SIGKILL"),
-    [Symbol.asyncDispose]: () => end("SIGKILL"),
-  };
-}
-
 // ---------------------------------------------------------------------------------------------
 // 1. The whole lifecycle
 // ---------------------------------------------------------------------------------------------
@@ -879,7 +800,7 @@ Deno.test("an operation whose sender dies half-way is sent again after its lease
   const org = await createOrganization(db.sql, [user]);
 
   // Server A: the provision call never returns.
-  await using serverA = await startKillableServer(db.url, {
+  await using serverA = await startServer(db.url, {
     ...FAST,
     LOCAL_COMPUTE_FAULTS: "provision:hang",
     COMPUTE_LEASE_SECONDS: "1",
@@ -936,7 +857,7 @@ Deno.test({
   name: "a compute call that never returns does not stall the reconciler",
   async fn() {
     await using db = await createTestDatabase();
-    await using server = await startKillableServer(db.url, {
+    await using server = await startServer(db.url, {
       ...FAST,
       LOCAL_COMPUTE_FAULTS: "provision:hang",
       COMPUTE_LEASE_SECONDS: "1",
@@ -968,7 +889,7 @@ Deno.test({
   name: "SIGTERM stops the server even while a compute call hangs",
   async fn() {
     await using db = await createTestDatabase();
-    await using server = await startKillableServer(db.url, {
+    await using server = await startServer(db.url, {
       ...FAST,
       LOCAL_COMPUTE_FAULTS: "provision:hang",
       COMPUTE_LEASE_SECONDS: "1",
