@@ -508,25 +508,29 @@ Deno.test("vm-api refuses every request without a valid user JWT with 401", asyn
     assert.equal((answer.body.data as { project: { id: string } }).project.id, project);
   });
 
-  await t.step("an unreachable JWKS is a 500 with a request id, never 401 or 200", async () => {
-    await using jwksServer = await startServer(db.url, {
-      SUPABASE_JWKS_URL: `http://127.0.0.1:${closedPort()}/jwks`,
-    });
-    const es256 = await es256Token(user);
-    const answer = await send(jwksServer, { authorization: bearer(es256), json: body });
-    assertError(answer, 500);
-    assert.deepEqual(Object.keys(answer.body).sort(), ["error", "request_id"]);
-    const requestId = answer.body.request_id as string;
-    assert.match(requestId, /^[0-9a-f-]{36}$/);
-    assert.equal(answer.headers.get("x-request-id"), requestId);
-    assert.ok(!(answer.body.error as string).includes("127.0.0.1"), "the JWKS URL leaked");
-    assert.ok(jwksServer.output().includes(requestId), "the request id is not in the log");
+  await t.step(
+    "an unreachable JWKS is a retryable 503 with a request id, never 401 or 200",
+    async () => {
+      await using jwksServer = await startServer(db.url, {
+        AUTH_JWKS_URL: `http://127.0.0.1:${closedPort()}/jwks`,
+      });
+      const es256 = await es256Token(user);
+      const answer = await send(jwksServer, { authorization: bearer(es256), json: body });
+      assertError(answer, 503);
+      assert.ok(Number(answer.headers.get("retry-after")) >= 1, "503 without Retry-After");
+      assert.deepEqual(Object.keys(answer.body).sort(), ["error", "request_id"]);
+      const requestId = answer.body.request_id as string;
+      assert.match(requestId, /^[0-9a-f-]{36}$/);
+      assert.equal(answer.headers.get("x-request-id"), requestId);
+      assert.ok(!(answer.body.error as string).includes("127.0.0.1"), "the JWKS URL leaked");
+      assert.ok(jwksServer.output().includes(requestId), "the request id is not in the log");
 
-    // HS256 tokens are unaffected by the dead key endpoint.
-    const hs = await send(jwksServer, { authorization: await userAuth(user), json: body });
-    assert.equal(hs.status, 200, hs.text);
-    assertLogHasNoToken(jwksServer);
-  });
+      // HS256 tokens are unaffected by the dead key endpoint.
+      const hs = await send(jwksServer, { authorization: await userAuth(user), json: body });
+      assert.equal(hs.status, 200, hs.text);
+      assertLogHasNoToken(jwksServer);
+    },
+  );
 
   assertLogHasNoToken(server);
 });

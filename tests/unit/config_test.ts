@@ -60,7 +60,76 @@ Deno.test("loadConfig() never falls back to the local JWT secret for a hosted pr
   });
   assert.equal(hosted.jwt.secret, undefined);
   assert.equal(hosted.jwt.jwksUrl?.href, "https://abc.supabase.co/auth/v1/.well-known/jwks.json");
-  assert.equal(hosted.jwt.issuer, undefined);
+});
+
+const hostedEnv = {
+  ...base,
+  SUPABASE_URL: "https://abc.supabase.co",
+  SUPABASE_ANON_KEY: "anon-key",
+  COMPUTE_DRIVER: "local",
+};
+
+Deno.test("loadConfig() checks a hosted project's issuer against its own Auth by default", () => {
+  assert.equal(loadConfig(hostedEnv).jwt.issuer, "https://abc.supabase.co/auth/v1");
+  assert.equal(
+    loadConfig({ ...hostedEnv, AUTH_JWT_ISSUER: "https://auth.example.com" }).jwt.issuer,
+    "https://auth.example.com",
+  );
+});
+
+Deno.test("loadConfig() reads the settable AUTH_* names before their SUPABASE_* aliases", () => {
+  const secret = "an-auth-secret-that-is-at-least-32-characters";
+  const alias = "a-supabase-secret-that-is-at-least-32-chars";
+  const both = loadConfig({
+    ...base,
+    AUTH_JWT_SECRET: secret,
+    SUPABASE_JWT_SECRET: alias,
+    AUTH_JWKS_URL: "https://keys.example.com/jwks",
+    SUPABASE_JWKS_URL: "https://alias.example.com/jwks",
+    AUTH_JWT_ISSUER: "https://auth.example.com",
+    SUPABASE_JWT_ISSUER: "https://alias.example.com",
+  });
+  assert.equal(both.jwt.secret, secret);
+  assert.equal(both.jwt.jwksUrl?.href, "https://keys.example.com/jwks");
+  assert.equal(both.jwt.issuer, "https://auth.example.com");
+  const aliases = loadConfig({
+    ...base,
+    SUPABASE_JWT_SECRET: alias,
+    SUPABASE_JWKS_URL: "https://alias.example.com/jwks",
+    SUPABASE_JWT_ISSUER: "https://alias.example.com",
+  });
+  assert.equal(aliases.jwt.secret, alias);
+  assert.equal(aliases.jwt.jwksUrl?.href, "https://alias.example.com/jwks");
+  assert.equal(aliases.jwt.issuer, "https://alias.example.com");
+  assert.throws(() => loadConfig({ ...base, AUTH_JWT_SECRET: "short" }), /AUTH_JWT_SECRET/);
+});
+
+Deno.test("loadConfig() confirms HS256 tokens with Auth only on hosted without a secret", () => {
+  const hosted = loadConfig(hostedEnv);
+  assert.equal(hosted.jwt.authServer?.userUrl.href, "https://abc.supabase.co/auth/v1/user");
+  assert.equal(hosted.jwt.authServer?.apiKey, "anon-key");
+  const withSecret = loadConfig({
+    ...hostedEnv,
+    AUTH_JWT_SECRET: "an-auth-secret-that-is-at-least-32-characters",
+  });
+  assert.equal(withSecret.jwt.authServer, undefined);
+  assert.equal(loadConfig(base).jwt.authServer, undefined);
+  const { SUPABASE_ANON_KEY: _, ...noAnonKey } = hostedEnv;
+  assert.equal(loadConfig(noAnonKey).jwt.authServer, undefined);
+});
+
+Deno.test("loadConfig() takes the key set the runtime provides in SUPABASE_JWKS", () => {
+  const jwks = { keys: [{ kty: "EC", crv: "P-256", x: "x", y: "y", kid: "k1" }] };
+  const config = loadConfig({ ...hostedEnv, SUPABASE_JWKS: JSON.stringify(jwks) });
+  assert.deepEqual(config.jwt.jwks, jwks);
+  for (const malformed of ["not json {secret}", '{"keys":"nope"}', "[]"]) {
+    assert.throws(() => loadConfig({ ...hostedEnv, SUPABASE_JWKS: malformed }), (e: unknown) => {
+      assert.ok(e instanceof ConfigError);
+      assert.match(e.message, /SUPABASE_JWKS/);
+      assert.ok(!e.message.includes("secret"), "the value must not be echoed");
+      return true;
+    });
+  }
 });
 
 Deno.test("loadConfig() reads VM_REPORTER_RATE_LIMIT and ACTIVE_PROJECT_LIMIT", () => {

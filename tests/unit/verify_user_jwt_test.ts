@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
+import { exportJWK, generateKeyPair, type JWTPayload, jwtVerify, SignJWT } from "jose";
 import {
   createUserJwtVerifier,
   type VerifyResult,
@@ -357,6 +357,159 @@ Deno.test("verifyUserJwt() reports a JWKS endpoint that times out as a key sourc
     const started = performance.now();
     await assertFailure(verify(bearer(token)), "key_source", /^User signing keys are unavailable$/);
     assert.ok(performance.now() - started < 2_000, "the fetch timeout must bound the wait");
+  } finally {
+    stall.resolve();
+  }
+});
+
+// --- the key set the runtime provides (SUPABASE_JWKS) ---
+
+Deno.test("verifyUserJwt() uses the provided key set without fetching the JWKS", async () => {
+  await using jwks = serveJwks(() => Response.json(publicJwks));
+  const verify = createUserJwtVerifier({ ...jwksConfig(jwks.url), jwks: publicJwks });
+  await assertAccepted(verify(bearer(await signAsymmetric("ES256", es.privateKey, "es-1"))));
+  await assertAccepted(verify(bearer(await signAsymmetric("RS256", rs.privateKey, "rs-1"))));
+  assert.equal(jwks.requests(), 0);
+});
+
+Deno.test("verifyUserJwt() fetches the JWKS for a key the provided set does not hold", async () => {
+  const rotated = { keys: [{ ...(await exportJWK(stranger.publicKey)), kid: "es-2" }] };
+  await using jwks = serveJwks(() => Response.json(rotated));
+  const verify = createUserJwtVerifier({ ...jwksConfig(jwks.url), jwks: publicJwks });
+  await assertAccepted(verify(bearer(await signAsymmetric("ES256", stranger.privateKey, "es-2"))));
+  assert.equal(jwks.requests(), 1);
+  // A key the provided set holds is not looked up elsewhere, even with a forged signature.
+  const forged = await signAsymmetric("ES256", stranger.privateKey, "es-1");
+  await assertFailure(verify(bearer(forged)), "invalid", /^Invalid token$/, forged);
+  assert.equal(jwks.requests(), 1);
+});
+
+Deno.test("verifyUserJwt() works with the provided key set alone", async () => {
+  const verify = createUserJwtVerifier({ ...hsConfig, jwks: publicJwks });
+  await assertAccepted(verify(bearer(await signAsymmetric("ES256", es.privateKey, "es-1"))));
+  const unknown = await signAsymmetric("ES256", stranger.privateKey, "es-9");
+  await assertFailure(verify(bearer(unknown)), "invalid", /^Invalid token$/, unknown);
+});
+
+// --- HS256 without the secret: Supabase Auth's /auth/v1/user ---
+
+const ANON_KEY = "anon-key-of-the-project";
+
+/**
+ * A stand-in for Supabase Auth's `GET /auth/v1/user` on 127.0.0.1: it checks the token with the
+ * local secret, as Auth would, and answers with the user, or with `answer` when one is given.
+ */
+function serveAuth(answer?: (request: Request) => Response | Promise<Response>) {
+  let requests = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    requests++;
+    if (answer) return await answer(request);
+    const url = new URL(request.url);
+    if (url.pathname !== "/auth/v1/user" || request.headers.get("apikey") !== ANON_KEY) {
+      return Response.json({ message: "No API key found in request" }, { status: 401 });
+    }
+    const token = request.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
+    try {
+      const { payload } = await jwtVerify(token, new TextEncoder().encode(LOCAL_JWT_SECRET));
+      return Response.json({ id: payload.sub, aud: "authenticated", role: "authenticated" });
+    } catch {
+      return Response.json({ code: 403, error_code: "bad_jwt" }, { status: 403 });
+    }
+  });
+  const origin = `http://127.0.0.1:${server.addr.port}`;
+  return {
+    config: {
+      audience: "authenticated",
+      issuer: LOCAL_JWT_ISSUER,
+      authServer: { userUrl: new URL("/auth/v1/user", origin), apiKey: ANON_KEY },
+    } satisfies Config["jwt"],
+    requests: () => requests,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
+Deno.test("verifyUserJwt() confirms an HS256 token with Auth when no secret is configured", async () => {
+  await using auth = serveAuth();
+  const verify = createUserJwtVerifier(auth.config);
+  const token = await mintUserJwt(USER_ID, { email: "ada@example.com" });
+  const claims = await assertAccepted(verify(bearer(token)));
+  assert.equal(claims.sub, USER_ID);
+  assert.equal(claims.email, "ada@example.com");
+  assert.equal(auth.requests(), 1);
+  // Confirmed tokens are remembered: a burst costs one round trip.
+  for (let i = 0; i < 5; i++) await assertAccepted(verify(bearer(token)));
+  assert.equal(auth.requests(), 1);
+});
+
+Deno.test("verifyUserJwt() refuses what Auth refuses, and never caches a refusal", async () => {
+  await using auth = serveAuth();
+  const verify = createUserJwtVerifier(auth.config);
+  const forged = await mintUserJwt(USER_ID, {
+    secret: "another-secret-that-is-at-least-32-chars!",
+  });
+  await assertFailure(verify(bearer(forged)), "invalid", /^Invalid token$/, forged);
+  await assertFailure(verify(bearer(forged)), "invalid", /^Invalid token$/, forged);
+  assert.equal(auth.requests(), 2);
+});
+
+Deno.test("verifyUserJwt() checks the claims before asking Auth", async () => {
+  await using auth = serveAuth();
+  const verify = createUserJwtVerifier(auth.config);
+  const cases: [string, string, RegExp][] = [
+    [await mintUserJwt(USER_ID, { expiresIn: -60 }), "expired", /^Token has expired$/],
+    [await mintUserJwt(USER_ID, { audience: "anon" }), "invalid", /^Token audience is not/],
+    [
+      await mintUserJwt(USER_ID, { issuer: "https://evil.test" }),
+      "invalid",
+      /^Token issuer is not/,
+    ],
+    ["eyJhbGciOiJIUzI1NiJ9.%%%.%%%", "invalid", /^Invalid token$/],
+  ];
+  for (const [token, failure, message] of cases) {
+    await assertFailure(verify(bearer(token)), failure, message, token);
+  }
+  assert.equal(auth.requests(), 0);
+  // Auth vouches for the signature only: the role and subject rules still apply after it.
+  const serviceRole = await mintUserJwt(USER_ID, { role: "service_role" });
+  await assertFailure(verify(bearer(serviceRole)), "invalid", /^Token role must be authenticated$/);
+});
+
+Deno.test("verifyUserJwt() refuses a token whose subject is not the user Auth names", async () => {
+  await using auth = serveAuth(() => Response.json({ id: crypto.randomUUID() }));
+  const verify = createUserJwtVerifier(auth.config);
+  const token = await mintUserJwt(USER_ID);
+  await assertFailure(verify(bearer(token)), "invalid", /^Invalid token$/, token);
+});
+
+Deno.test("verifyUserJwt() reports Auth down, throttling or unreachable as a key source failure", async () => {
+  for (const status of [500, 502, 429]) {
+    await using auth = serveAuth(() => new Response("down", { status }));
+    const verify = createUserJwtVerifier(auth.config);
+    const token = await mintUserJwt(USER_ID);
+    await assertFailure(verify(bearer(token)), "key_source", /^The authentication server/, token);
+    // An outage is not remembered: the next request asks again.
+    await assertFailure(verify(bearer(token)), "key_source", /^The authentication server/, token);
+    assert.equal(auth.requests(), 2);
+  }
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  const verify = createUserJwtVerifier({
+    audience: "authenticated",
+    authServer: { userUrl: new URL(`http://127.0.0.1:${port}/auth/v1/user`), apiKey: ANON_KEY },
+  });
+  await assertFailure(verify(bearer(await mintUserJwt(USER_ID))), "key_source", /server/);
+});
+
+Deno.test("verifyUserJwt() gives up on an Auth that does not answer", async () => {
+  const stall = Promise.withResolvers<void>();
+  await using auth = serveAuth(async () => {
+    await stall.promise;
+    return new Response(null, { status: 504 });
+  });
+  const verify = createUserJwtVerifier(auth.config, { fetchTimeoutMs: 100 });
+  try {
+    await assertFailure(verify(bearer(await mintUserJwt(USER_ID))), "key_source", /server/);
   } finally {
     stall.resolve();
   }

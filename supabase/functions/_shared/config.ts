@@ -2,7 +2,9 @@
  * Every setting the functions read, parsed once from the environment and validated, so a missing or
  * malformed value fails at start with a message naming the variable instead of deep in a request.
  */
+import type { JSONWebKeySet } from "jose";
 import { z } from "zod";
+import type { AuthServer } from "./auth/auth_server_check.ts";
 import { type AzureConfig, parseAzureConfig } from "./compute/azure_config.ts";
 
 /** The Supabase CLI's local JWT secret: the local default only, refused for a hosted SUPABASE_URL. */
@@ -11,13 +13,29 @@ export const LOCAL_JWT_ISSUER = "http://127.0.0.1:54321/auth/v1";
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 const nonNegativeInt = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
+const jwtSecret = z.string().min(32, "must be at least 32 characters").optional();
+
+/** A JSON key set in an environment variable (SUPABASE_JWKS, which the runtime provides). */
+const KeySetJson = z.string().transform((text, context) => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    context.addIssue({ code: "custom", message: 'must be a JSON key set ({"keys": [...]})' });
+    return z.NEVER;
+  }
+}).pipe(z.object({ keys: z.array(z.looseObject({ kty: z.string() })) }));
 
 const EnvSchema = z.object({
   DATABASE_URL: z.string().min(1).optional(),
   SUPABASE_DB_URL: z.string().min(1).optional(),
   SUPABASE_URL: z.url().optional(),
-  SUPABASE_JWT_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  SUPABASE_ANON_KEY: z.string().min(1).optional(),
+  AUTH_JWT_SECRET: jwtSecret,
+  SUPABASE_JWT_SECRET: jwtSecret,
+  SUPABASE_JWKS: KeySetJson.optional(),
+  AUTH_JWKS_URL: z.url().optional(),
   SUPABASE_JWKS_URL: z.url().optional(),
+  AUTH_JWT_ISSUER: z.string().min(1).optional(),
   SUPABASE_JWT_ISSUER: z.string().min(1).optional(),
   PORT: z.coerce.number().int().min(0).max(65535).default(54321),
   CORS_ALLOWED_ORIGINS: z.string().default("http://localhost:3000,http://localhost:3001"),
@@ -48,7 +66,16 @@ const EnvSchema = z.object({
 export interface Config {
   databaseUrl: string;
   port: number;
-  jwt: { secret?: string; jwksUrl?: URL; issuer?: string; audience: "authenticated" };
+  jwt: {
+    secret?: string;
+    /** The key set the runtime provides (SUPABASE_JWKS). */
+    jwks?: JSONWebKeySet;
+    jwksUrl?: URL;
+    /** Hosted without a secret: HS256 tokens are confirmed by Supabase Auth. */
+    authServer?: AuthServer;
+    issuer?: string;
+    audience: "authenticated";
+  };
   corsAllowedOrigins: readonly string[];
   maxBodyBytes: number;
   /** Past this a request stops waiting (for a hung database) and answers 503. */
@@ -97,12 +124,19 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
   if (!databaseUrl) throw new ConfigError("Set DATABASE_URL (or SUPABASE_DB_URL when hosted)");
 
   const local = !e.SUPABASE_URL || isLoopback(new URL(e.SUPABASE_URL));
-  const secret = e.SUPABASE_JWT_SECRET ?? (local ? LOCAL_JWT_SECRET : undefined);
-  const jwksUrl = e.SUPABASE_JWKS_URL ??
+  // Hosted Supabase refuses secrets named SUPABASE_*: the AUTH_* names are the ones operators set
+  // there; the SUPABASE_* names stay as aliases for local stacks that already use them.
+  const secret = e.AUTH_JWT_SECRET ?? e.SUPABASE_JWT_SECRET ??
+    (local ? LOCAL_JWT_SECRET : undefined);
+  const jwksUrl = e.AUTH_JWKS_URL ?? e.SUPABASE_JWKS_URL ??
     (e.SUPABASE_URL ? new URL("/auth/v1/.well-known/jwks.json", e.SUPABASE_URL).href : undefined);
-  const issuer = e.SUPABASE_JWT_ISSUER ?? (local ? LOCAL_JWT_ISSUER : undefined);
-  if (!secret && !jwksUrl) {
-    throw new ConfigError("Set SUPABASE_JWT_SECRET or SUPABASE_JWKS_URL to verify user tokens");
+  const issuer = e.AUTH_JWT_ISSUER ?? e.SUPABASE_JWT_ISSUER ??
+    (local ? LOCAL_JWT_ISSUER : new URL("/auth/v1", e.SUPABASE_URL).href);
+  const authServer: AuthServer | undefined = !local && !secret && e.SUPABASE_ANON_KEY
+    ? { userUrl: new URL("/auth/v1/user", e.SUPABASE_URL), apiKey: e.SUPABASE_ANON_KEY }
+    : undefined;
+  if (!secret && !jwksUrl && !e.SUPABASE_JWKS) {
+    throw new ConfigError("Set AUTH_JWT_SECRET or AUTH_JWKS_URL to verify user tokens");
   }
 
   const origins = e.CORS_ALLOWED_ORIGINS.split(",").map((o) => o.trim()).filter(Boolean);
@@ -136,7 +170,9 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     jwt: {
       audience: "authenticated",
       ...(secret ? { secret } : {}),
+      ...(e.SUPABASE_JWKS ? { jwks: e.SUPABASE_JWKS as JSONWebKeySet } : {}),
       ...(jwksUrl ? { jwksUrl: new URL(jwksUrl) } : {}),
+      ...(authServer ? { authServer } : {}),
       ...(issuer ? { issuer } : {}),
     },
     corsAllowedOrigins: origins,

@@ -15,7 +15,7 @@ import { failure, readJson, success } from "../_shared/http.ts";
 import { dispatchOperation } from "../_shared/operations.ts";
 import { enforceRateLimit } from "../_shared/rate_limit.ts";
 import type { Services } from "../_shared/services.ts";
-import { unavailable } from "../_shared/sql_errors.ts";
+import { unavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from "../_shared/sql_errors.ts";
 import { parseOrThrow } from "../_shared/validation.ts";
 import { ActionRequest, runAction } from "./actions.ts";
 
@@ -58,11 +58,13 @@ export function createVmApi(services: Services): (request: Request) => Promise<R
       const identity = await verify(request.headers.get("authorization"));
       if (!identity.ok) {
         if (identity.failure === "key_source") {
-          log.error("user signing keys could not be fetched: check SUPABASE_JWKS_URL");
-          throw new ApiError(
-            "INTERNAL",
-            "Authentication is unavailable: the signing keys could not be loaded",
-          );
+          // Not the caller's fault (not 401) and not a bug (not 500): a dependency is down, so
+          // the answer is the retryable 503. Answered here, not thrown, so it is not counted as
+          // a database outage.
+          log.error("user tokens cannot be verified: check AUTH_JWKS_URL and Supabase Auth", {
+            status: 503,
+          });
+          return failure(authUnavailable(), requestId, headers);
         }
         throw new ApiError("UNAUTHORIZED", identity.message);
       }
@@ -87,4 +89,12 @@ export function createVmApi(services: Services): (request: Request) => Promise<R
       return success(data, headers);
     }
   };
+}
+
+function authUnavailable(): ApiError {
+  return new ApiError(
+    "UNAVAILABLE",
+    "Authentication is temporarily unavailable. Please try again later.",
+    { "retry-after": String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+  );
 }

@@ -7,13 +7,19 @@
  * any key is touched so a token cannot pick a weaker path (`none`, or a public key used as an HMAC
  * secret).
  *
- * The result tells a bad token (the caller's fault, 401) apart from a JWKS that cannot be fetched
- * (the operator's fault, 500), so an outage of the key endpoint is not reported to users as "your
- * session is invalid". Messages are fixed sentences that never echo the token, and nothing is
- * logged here: the caller decides what to log.
+ * Keys come from, in order: the HS256 secret (AUTH_JWT_SECRET); the key set the runtime provides
+ * (SUPABASE_JWKS), then the published JWKS (AUTH_JWKS_URL) for a key it does not have yet; and, for
+ * an HS256 token when no secret is configured (hosted), Supabase Auth itself (`/auth/v1/user`).
+ *
+ * The result tells a bad token (the caller's fault, 401) apart from a key source that cannot be
+ * reached (JWKS endpoint or Auth down: `key_source`, which the caller answers 503, retryable), so an
+ * outage is not reported to users as "your session is invalid". Messages are fixed sentences that
+ * never echo the token, and nothing is logged here: the caller decides what to log.
  */
 import {
+  createLocalJWKSet,
   createRemoteJWKSet,
+  decodeJwt,
   decodeProtectedHeader,
   errors,
   type JWTPayload,
@@ -21,6 +27,7 @@ import {
   type JWTVerifyGetKey,
 } from "jose";
 import type { Config } from "../config.ts";
+import { createAuthServerCheck } from "./auth_server_check.ts";
 
 export type UserClaims = {
   sub: string;
@@ -64,7 +71,10 @@ export function createUserJwtVerifier(
   const secret = jwt.secret === undefined ? undefined : new TextEncoder().encode(jwt.secret);
   // Created once per verifier so the key set is fetched once per isolate and then served from
   // jose's cache; creating it per request would fetch the JWKS on every call.
-  const jwksKey = jwt.jwksUrl === undefined ? undefined : remoteKeySet(jwt.jwksUrl, options);
+  const jwksKey = keySet(jwt, options);
+  const askAuth = jwt.authServer === undefined ? undefined : createAuthServerCheck(jwt.authServer, {
+    ...(options?.fetchTimeoutMs === undefined ? {} : { timeoutMs: options.fetchTimeoutMs }),
+  });
 
   return async (authorizationHeader) => {
     const token = BEARER.exec(authorizationHeader?.trim() ?? "")?.[1];
@@ -85,9 +95,13 @@ export function createUserJwtVerifier(
     };
     let payload: JWTPayload;
     try {
-      if (alg === "HS256") {
-        if (secret === undefined) return algRefused();
+      if (alg === "HS256" && secret !== undefined) {
         ({ payload } = await jwtVerify(token, secret, { ...verifyOptions, algorithms: ["HS256"] }));
+      } else if (alg === "HS256") {
+        if (askAuth === undefined) return algRefused();
+        const confirmed = await confirmWithAuth(token, jwt, askAuth);
+        if (confirmed.refusal) return confirmed.refusal;
+        payload = confirmed.payload;
       } else if (alg === "ES256" || alg === "RS256") {
         if (jwksKey === undefined) return algRefused();
         ({ payload } = await jwtVerify(token, jwksKey, { ...verifyOptions, algorithms: [alg] }));
@@ -115,6 +129,64 @@ export function createUserJwtVerifier(
       },
     };
   };
+}
+
+/**
+ * The runtime's own key set first (no request at all); the published JWKS only for a key it does
+ * not hold, e.g. one added by a rotation after the isolate started.
+ */
+function keySet(
+  jwt: Config["jwt"],
+  options?: { fetchTimeoutMs?: number },
+): JWTVerifyGetKey | undefined {
+  const provided = jwt.jwks === undefined ? undefined : createLocalJWKSet(jwt.jwks);
+  const published = jwt.jwksUrl === undefined ? undefined : remoteKeySet(jwt.jwksUrl, options);
+  if (provided === undefined || published === undefined) return provided ?? published;
+  return async (header, token) => {
+    try {
+      return await provided(header, token);
+    } catch (error) {
+      if (error instanceof errors.JWKSNoMatchingKey) return await published(header, token);
+      throw error;
+    }
+  };
+}
+
+/**
+ * The HS256 path without the secret: the claims are checked here first (so an expired or foreign
+ * token costs no round trip), then Auth vouches for the signature and the session.
+ */
+async function confirmWithAuth(
+  token: string,
+  jwt: Config["jwt"],
+  askAuth: ReturnType<typeof createAuthServerCheck>,
+): Promise<{ payload: JWTPayload; refusal?: never } | { refusal: VerifyResult }> {
+  const refuse = (refusal: VerifyResult) => ({ refusal });
+  let payload: JWTPayload;
+  try {
+    payload = decodeJwt(token);
+  } catch {
+    return refuse(invalid());
+  }
+  const now = Math.floor(Date.now() / 1000);
+  if (typeof payload.exp !== "number") return refuse(fail("invalid", "Token must have an expiry"));
+  if (payload.exp <= now - CLOCK_TOLERANCE_S) return refuse(fail("expired", "Token has expired"));
+  const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+  if (!audiences.includes(jwt.audience)) {
+    return refuse(fail("invalid", "Token audience is not accepted"));
+  }
+  if (jwt.issuer !== undefined && payload.iss !== jwt.issuer) {
+    return refuse(fail("invalid", "Token issuer is not accepted"));
+  }
+  const verdict = await askAuth(token, payload.exp);
+  switch (verdict.kind) {
+    case "unavailable":
+      return refuse(fail("key_source", "The authentication server is unavailable"));
+    case "refused":
+      return refuse(invalid());
+    case "user":
+      return verdict.userId === payload.sub ? { payload } : refuse(invalid());
+  }
 }
 
 function remoteKeySet(url: URL, options?: { fetchTimeoutMs?: number }): JWTVerifyGetKey {
