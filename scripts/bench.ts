@@ -1,18 +1,22 @@
 /**
- * `deno task bench`: how fast the hot paths are on this machine, against a throw-away database
- * (or DATABASE_URL) and the real server (scripts/start.ts) in its own process.
+ * `deno task bench`: how fast the hot paths are on this machine, side by side with a floor measured
+ * in the same run: `Deno.serve` + parse JSON + one `INSERT … RETURNING` through postgres.js on the
+ * same database (scripts/lib/bench_floor.ts), against a throw-away cluster that preloads
+ * pg_stat_statements, and the real server (scripts/start.ts) in its own process.
  *
- * Seeds BENCH_PROJECTS projects with reporter tokens (default 2000), then for each scenario sends
+ * Seeds BENCH_PROJECTS projects with reporter tokens (default 500), then for each scenario sends
  * requests from BENCH_CONCURRENCY concurrent clients (default 32) for BENCH_SECONDS seconds
- * (default 5), each request for a random project, as a fleet of VMs would. Prints throughput and
- * latency percentiles as a Markdown table. Bounded in time and count; loopback only.
+ * (default 5), each request for a random project, as a fleet of VMs would. Prints, per scenario,
+ * throughput, latency percentiles, the ratios to the floor and the database time per request
+ * (pg_stat_statements: total_exec_time of top-level statements / requests) as a Markdown table.
+ * Bounded in time and count; loopback only.
  */
 import postgres from "postgres";
 import { newReporterToken } from "../supabase/functions/_shared/reporter_token.ts";
 import { mintUserJwt } from "./lib/jwt.ts";
 import { startThrowawayDatabase } from "./lib/throwaway_database.ts";
 
-const PROJECTS = Number(Deno.env.get("BENCH_PROJECTS") ?? 2000);
+const PROJECTS = Number(Deno.env.get("BENCH_PROJECTS") ?? 500);
 const CONCURRENCY = Number(Deno.env.get("BENCH_CONCURRENCY") ?? 32);
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 5);
 const MAX_REQUESTS_PER_SCENARIO = 200_000;
@@ -23,34 +27,44 @@ interface SeededProject {
   token: string;
 }
 
-const external = Deno.env.get("DATABASE_URL");
-const database = external ? undefined : await startThrowawayDatabase("vm_service_bench", say);
-const databaseUrl = external ?? database!.url;
-const sql = postgres(databaseUrl, { max: 4, onnotice: () => {} });
+const database = await startThrowawayDatabase("vm_service_bench", say, {
+  shared_preload_libraries: "pg_stat_statements",
+  "pg_stat_statements.track": "top",
+});
+const sql = postgres(database.url, { max: 4, onnotice: () => {} });
 try {
+  await sql`create extension if not exists pg_stat_statements`;
   const { user, projects } = await seed();
-  const server = new Deno.Command("deno", {
-    args: ["run", "-A", new URL("./start.ts", import.meta.url).pathname],
-    env: {
-      DATABASE_URL: databaseUrl,
-      PORT: "0",
-      LOG_LEVEL: "warn",
-      VM_REPORTER_RATE_LIMIT: "1000000000",
-      VM_API_RATE_LIMIT: "1000000000",
-    },
+  await using floor = await spawnServer(new URL("./lib/bench_floor.ts", import.meta.url), {});
+  await using service = await spawnServer(new URL("./start.ts", import.meta.url), {
+    LOG_LEVEL: "warn",
+    VM_REPORTER_RATE_LIMIT: "1000000000",
+    VM_API_RATE_LIMIT: "1000000000",
+    VM_REPORTER_UNAUTHENTICATED_LIMIT: "1000000000",
+    // The bench measures requests; the reconciler's background runs would blur the database time.
+    RECONCILE_INTERVAL_MS: "3600000",
+  });
+  await runScenarios(floor.origin, service.origin, await mintUserJwt(user), projects);
+} finally {
+  await sql.end();
+  await database.stop();
+}
+
+async function spawnServer(program: URL, env: Record<string, string>) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", program.pathname],
+    env: { DATABASE_URL: database.url, PORT: "0", ...env },
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  try {
-    const origin = await readyOrigin(server.stdout);
-    await runScenarios(origin, await mintUserJwt(user), projects);
-  } finally {
-    server.kill("SIGTERM");
-    await server.status;
-  }
-} finally {
-  await sql.end();
-  await database?.stop();
+  const origin = await readyOrigin(child.stdout);
+  return {
+    origin,
+    async [Symbol.asyncDispose]() {
+      child.kill("SIGTERM");
+      await child.status;
+    },
+  };
 }
 
 async function seed(): Promise<{ user: string; projects: SeededProject[] }> {
@@ -85,12 +99,22 @@ async function seed(): Promise<{ user: string; projects: SeededProject[] }> {
   return { user, projects };
 }
 
-async function runScenarios(origin: string, jwt: string, projects: SeededProject[]) {
+async function runScenarios(
+  floorOrigin: string,
+  origin: string,
+  jwt: string,
+  projects: SeededProject[],
+) {
   const reporter = `${origin}/functions/v1/vm-reporter`;
   const pick = () => projects[Math.floor(Math.random() * projects.length)]!;
-  const report = (route: string, body: () => unknown, token = (p: SeededProject) => p.token) => {
+  const report = (
+    route: string,
+    body: () => unknown,
+    token = (p: SeededProject) => p.token,
+    base = reporter,
+  ) => {
     const project = pick();
-    return fetch(`${reporter}${route}`, {
+    return fetch(`${base}${route}`, {
       method: "POST",
       headers: {
         authorization: `Bearer ${token(project)}`,
@@ -114,6 +138,11 @@ async function runScenarios(origin: string, jwt: string, projects: SeededProject
     messages: Array.from({ length: 5 }, (_, i) => ({ agent: "lead", content: `message ${i}` })),
   });
   const scenarios: [string, () => Promise<Response>, number][] = [
+    [
+      "floor: Deno.serve + JSON + one INSERT … RETURNING",
+      () => report("/", health, undefined, floorOrigin),
+      200,
+    ],
     ["reporter /health", () => report("/health", health), 200],
     ["reporter /messages (batch of 5)", () => report("/messages", messages), 200],
     ["reporter /commands/poll", () => report("/commands/poll", () => ({ max: 10 })), 200],
@@ -133,18 +162,43 @@ async function runScenarios(origin: string, jwt: string, projects: SeededProject
   console.log(
     `\n${PROJECTS} projects, ${CONCURRENCY} concurrent clients, ${SECONDS} s per scenario\n`,
   );
-  console.log("| scenario | requests | req/s | p50 ms | p95 ms | p99 ms | unexpected status |");
-  console.log("|---|---:|---:|---:|---:|---:|---:|");
+  console.log(
+    "| scenario | requests | req/s | × floor | p50 ms | p95 ms | p99 ms | p99 × floor " +
+      "| DB µs/request | DB × floor | unexpected status |",
+  );
+  console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  let floor: Measurement | undefined;
   for (const [name, send, expected] of scenarios) {
-    console.log(await measure(name, send, expected));
+    const result = await measure(send, expected);
+    floor ??= result;
+    const ratio = (a: number, b: number) => (a / b).toFixed(2);
+    console.log(
+      `| ${name} | ${result.requests} | ${result.rate.toFixed(0)} | ${
+        ratio(result.rate, floor.rate)
+      } | ${result.p50.toFixed(1)} | ${result.p95.toFixed(1)} | ${result.p99.toFixed(1)} | ${
+        ratio(result.p99, floor.p99)
+      } | ${result.dbMicros.toFixed(0)} | ${
+        ratio(result.dbMicros, floor.dbMicros)
+      } | ${result.unexpected} |`,
+    );
   }
 }
 
-async function measure(
-  name: string,
-  send: () => Promise<Response>,
-  expected: number,
-): Promise<string> {
+interface Measurement {
+  requests: number;
+  rate: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  /** Database execution time per request, µs (pg_stat_statements, top-level statements). */
+  dbMicros: number;
+  unexpected: number;
+}
+
+async function measure(send: () => Promise<Response>, expected: number): Promise<Measurement> {
+  // Writes buffered by the previous scenario (the request log) land before the window opens.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  await sql`select pg_stat_statements_reset()`;
   const latencies: number[] = [];
   let unexpected = 0;
   const started = performance.now();
@@ -159,13 +213,24 @@ async function measure(
     }
   }));
   const elapsed = (performance.now() - started) / 1000;
+  // And this scenario's buffered writes land inside its own window.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  const [{ ms }] = await sql<[{ ms: number }]>`
+    select coalesce(sum(total_exec_time), 0)::float8 as ms from pg_stat_statements
+    where dbid = (select oid from pg_database where datname = current_database())
+      and query !~* 'pg_stat_statements'`;
   latencies.sort((a, b) => a - b);
   const at = (q: number) =>
-    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!.toFixed(1);
-  const rate = (latencies.length / elapsed).toFixed(0);
-  return `| ${name} | ${latencies.length} | ${rate} | ${at(0.5)} | ${at(0.95)} | ${
-    at(0.99)
-  } | ${unexpected} |`;
+    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
+  return {
+    requests: latencies.length,
+    rate: latencies.length / elapsed,
+    p50: at(0.5),
+    p95: at(0.95),
+    p99: at(0.99),
+    dbMicros: ms * 1000 / latencies.length,
+    unexpected,
+  };
 }
 
 async function readyOrigin(stream: ReadableStream<Uint8Array>): Promise<string> {

@@ -20,6 +20,10 @@ export interface ClusterOptions {
   dataDir: string;
   /** Port to prefer; a free one is chosen when it is taken. */
   preferredPort?: number;
+  /** Serve TLS (ssl=on) with this certificate and key (PEM), e.g. to test `sslmode` clients. */
+  tls?: { cert: string; key: string };
+  /** Extra server settings (`-c name=value`), e.g. to preload pg_stat_statements for the bench. */
+  settings?: Record<string, string>;
   log?: (line: string) => void;
 }
 
@@ -78,6 +82,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     );
   }
 
+  if (options.tls) await installCertificate(dataDir, options.tls, runAs);
+
   const running = await runningPort(bin, dataDir, runAs);
   if (running !== undefined) {
     log(`reusing the PostgreSQL server already running on port ${running}`);
@@ -93,6 +99,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     "-c unix_socket_directories=''",
     "-c fsync=off",
     "-c max_connections=200",
+    ...(options.tls ? ["-c ssl=on"] : []),
+    ...Object.entries(options.settings ?? {}).map(([name, value]) => `-c ${name}=${value}`),
   ].join(" ");
   await run(
     [
@@ -115,6 +123,18 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
 
 function cluster(port: number, dataDir: string, stop: () => Promise<void>): Cluster {
   return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, dataDir, stop };
+}
+
+/** Where ssl=on looks by default: server.crt and server.key (0600, the server's) in the data dir. */
+async function installCertificate(
+  dataDir: string,
+  tls: { cert: string; key: string },
+  runAs: string | undefined,
+): Promise<void> {
+  await Deno.writeTextFile(`${dataDir}/server.crt`, tls.cert);
+  await Deno.writeTextFile(`${dataDir}/server.key`, tls.key, { mode: 0o600 });
+  await Deno.chmod(`${dataDir}/server.key`, 0o600);
+  if (runAs) await run(["chown", runAs, `${dataDir}/server.crt`, `${dataDir}/server.key`]);
 }
 
 /** The port of a server already running on this data directory, if any. */

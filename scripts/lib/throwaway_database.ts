@@ -4,7 +4,7 @@
  */
 import postgres from "postgres";
 import { migrate } from "./migrations.ts";
-import { type Cluster, startCluster } from "./postgres_cluster.ts";
+import { type Cluster, type ClusterOptions, startCluster } from "./postgres_cluster.ts";
 
 export interface ThrowawayDatabase {
   cluster: Cluster;
@@ -17,9 +17,10 @@ export interface ThrowawayDatabase {
 export async function startThrowawayDatabase(
   name: string,
   log: (line: string) => void,
+  settings: ClusterOptions["settings"] = {},
 ): Promise<ThrowawayDatabase> {
   const workDir = await Deno.makeTempDir({ prefix: "vm-service-" });
-  const cluster = await startCluster({ dataDir: `${workDir}/postgres`, log });
+  const cluster = await startCluster({ dataDir: `${workDir}/postgres`, log, settings });
   try {
     const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
     await admin.unsafe(`create database ${name}`);
