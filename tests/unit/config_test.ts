@@ -137,3 +137,22 @@ Deno.test("loadConfig() reads VM_REPORTER_RATE_LIMIT and ACTIVE_PROJECT_LIMIT", 
   assert.equal(config.vmReporterRateLimit, 7);
   assert.equal(config.activeProjectLimit, 3);
 });
+
+Deno.test("loadConfig() keeps the pool per isolate small on hosted, DB_POOL_MAX overrides", () => {
+  assert.equal(loadConfig(base).dbPoolMax, 10);
+  assert.equal(loadConfig(hostedEnv).dbPoolMax, 2);
+  assert.equal(loadConfig({ ...hostedEnv, DB_POOL_MAX: "1" }).dbPoolMax, 1);
+  assert.throws(() => loadConfig({ ...base, DB_POOL_MAX: "0" }), /DB_POOL_MAX/);
+});
+
+Deno.test("loadConfig() says which variable the database URL came from", () => {
+  assert.equal(loadConfig(base).databaseUrlFrom, "DATABASE_URL");
+  const runtimeOnly = loadConfig({
+    SUPABASE_DB_URL: "postgres://u@db.abc.supabase.co:5432/postgres",
+  });
+  assert.equal(runtimeOnly.databaseUrlFrom, "SUPABASE_DB_URL");
+  assert.equal(
+    loadConfig({ ...base, SUPABASE_DB_URL: "postgres://direct@h/db" }).databaseUrl,
+    base.DATABASE_URL,
+  );
+});

@@ -28,6 +28,7 @@ const KeySetJson = z.string().transform((text, context) => {
 const EnvSchema = z.object({
   DATABASE_URL: z.string().min(1).optional(),
   SUPABASE_DB_URL: z.string().min(1).optional(),
+  DB_POOL_MAX: z.coerce.number().int().positive().optional(),
   SUPABASE_URL: z.url().optional(),
   SUPABASE_ANON_KEY: z.string().min(1).optional(),
   AUTH_JWT_SECRET: jwtSecret,
@@ -65,6 +66,12 @@ const EnvSchema = z.object({
 
 export interface Config {
   databaseUrl: string;
+  /** Which variable gave databaseUrl: on hosted, SUPABASE_DB_URL is the direct connection. */
+  databaseUrlFrom: "DATABASE_URL" | "SUPABASE_DB_URL";
+  /** Connections per pool, i.e. per isolate on hosted (DB_POOL_MAX). */
+  dbPoolMax: number;
+  /** SUPABASE_URL names a project that is not on this machine. */
+  hosted: boolean;
   port: number;
   jwt: {
     secret?: string;
@@ -166,6 +173,10 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
 
   return {
     databaseUrl,
+    databaseUrlFrom: e.DATABASE_URL ? "DATABASE_URL" : "SUPABASE_DB_URL",
+    // Hosted, every live isolate of each of the three functions holds its own pool.
+    dbPoolMax: e.DB_POOL_MAX ?? (local ? 10 : 2),
+    hosted: !local,
     port: e.PORT,
     jwt: {
       audience: "authenticated",

@@ -7,7 +7,7 @@ import { type Background, createBackground } from "./background.ts";
 import type { Compute } from "./compute/compute.ts";
 import { type ComputeHooks, createCompute } from "./compute/create_compute.ts";
 import { type Config, loadConfig } from "./config.ts";
-import { connect, type Sql } from "./db.ts";
+import { connect, type Sql, TRANSACTION_POOLER_PORT } from "./db.ts";
 import { createLogger, type Logger } from "./log.ts";
 
 /** What every function needs; vm-reporter needs nothing more. */
@@ -25,7 +25,29 @@ export interface Services extends BaseServices {
 
 export function createBaseServices(config: Config = loadConfig()): BaseServices {
   const log = createLogger(config.logLevel);
-  return { config, sql: connect(config.databaseUrl), background: createBackground(log), log };
+  const warning = directConnectionWarning(config);
+  if (warning) log.warn(warning, { db_pool_max: config.dbPoolMax });
+  const sql = connect(config.databaseUrl, { max: config.dbPoolMax });
+  return { config, sql, background: createBackground(log), log };
+}
+
+/**
+ * Hosted, a direct connection per isolate exhausts a small instance's connections (shared with
+ * PostgREST, Auth and Storage) at a handful of live isolates; the transaction pooler does not.
+ * Said at every start, not once, because it is the first thing to check when connections run out.
+ */
+export function directConnectionWarning(config: Config): string | undefined {
+  if (!config.hosted) return undefined;
+  const fix = `set the secret DATABASE_URL to the transaction pooler ` +
+    `(port ${TRANSACTION_POOLER_PORT}, sslmode=require)`;
+  if (config.databaseUrlFrom === "SUPABASE_DB_URL") {
+    return `DIRECT DATABASE CONNECTION: DATABASE_URL is not set, so this hosted function uses ` +
+      `SUPABASE_DB_URL, the direct connection; ${fix}`;
+  }
+  if (new URL(config.databaseUrl).port !== TRANSACTION_POOLER_PORT) {
+    return `DIRECT DATABASE CONNECTION: DATABASE_URL is not the transaction pooler; ${fix}`;
+  }
+  return undefined;
 }
 
 export async function createServices(
