@@ -1,15 +1,18 @@
 /**
- * Work that outlives the response (sending a compute operation after the action committed).
- * Hosted, the edge runtime is asked to keep the isolate alive for it (EdgeRuntime.waitUntil);
- * locally, shutdown waits for it. A failure is logged, never thrown: the outbox has the
- * operation, and the reconciler retries what did not get through.
+ * Work that outlives the response (sending a compute operation after the action committed,
+ * writing buffered log rows). Hosted, the edge runtime is asked to keep the isolate alive for it
+ * (EdgeRuntime.waitUntil) and buffers are flushed when it announces the isolate's end
+ * (`beforeunload`); locally, shutdown waits for it. A failure is logged, never thrown: the outbox
+ * has the operation, and the reconciler retries what did not get through.
  */
 import { describeError, type Logger } from "./log.ts";
 
 export interface Background {
   run(label: string, work: () => Promise<unknown>): void;
-  /** Registers work to start when settling begins (e.g. flushing a buffer). */
+  /** Registers work that empties a buffer: started by flush() and when settling begins. */
   beforeSettle(work: () => Promise<unknown>): void;
+  /** Starts every registered flush now, as background work. */
+  flush(): void;
   /** Resolves when everything started so far has finished. */
   settled(): Promise<void>;
 }
@@ -19,18 +22,31 @@ declare const EdgeRuntime: { waitUntil(promise: Promise<unknown>): void } | unde
 export function createBackground(log: Logger): Background {
   const pending = new Set<Promise<unknown>>();
   const flushers: (() => Promise<unknown>)[] = [];
+  const run = (label: string, work: () => Promise<unknown>) => {
+    const task = work().catch((error) => log.error(`${label} failed`, describeError(error)))
+      .finally(() => pending.delete(task));
+    pending.add(task);
+    if (typeof EdgeRuntime !== "undefined") EdgeRuntime.waitUntil(task);
+  };
+  const flush = () => flushers.forEach((work) => run("flush", work));
   return {
     beforeSettle(work) {
       flushers.push(work);
     },
-    run(label, work) {
-      const task = work().catch((error) => log.error(`${label} failed`, describeError(error)))
-        .finally(() => pending.delete(task));
-      pending.add(task);
-      if (typeof EdgeRuntime !== "undefined") EdgeRuntime.waitUntil(task);
-    },
+    run,
+    flush,
     async settled() {
-      await Promise.allSettled([...pending, ...flushers.map((flush) => flush())]);
+      flush();
+      await Promise.allSettled([...pending]);
     },
   };
+}
+
+/**
+ * Hosted, nothing calls closeServices: an isolate ends at its wall-clock, CPU or memory limit, or
+ * when idle, and the runtime announces it with `beforeunload` on the global scope. Buffers are
+ * flushed then, under waitUntil, or their rows would be lost with the isolate.
+ */
+export function flushBeforeUnload(background: Background): void {
+  globalThis.addEventListener("beforeunload", () => background.flush());
 }

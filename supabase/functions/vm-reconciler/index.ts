@@ -1,4 +1,7 @@
+import { flushBeforeUnload } from "../_shared/background.ts";
 import { createServices } from "../_shared/services.ts";
 import { createVmReconciler } from "./handler.ts";
 
-Deno.serve(createVmReconciler(await createServices()));
+const services = await createServices();
+flushBeforeUnload(services.background);
+Deno.serve(createVmReconciler(services));

@@ -1,4 +1,7 @@
+import { flushBeforeUnload } from "../_shared/background.ts";
 import { createBaseServices } from "../_shared/services.ts";
 import { createVmReporter } from "./handler.ts";
 
-Deno.serve(createVmReporter(createBaseServices()));
+const services = createBaseServices();
+flushBeforeUnload(services.background);
+Deno.serve(createVmReporter(services));

@@ -2,6 +2,10 @@
  * The reporter request log (vm_reporter_request_log, the Logs tab). Rows are buffered and
  * written in batches, one insert per batch, so logging costs a fraction of a round trip per
  * request. Writing never delays or changes an answer: a failed batch is logged and dropped.
+ *
+ * Hosted, a buffered row must be covered by work the runtime waits for: every add() either
+ * schedules a flush through `background.run` (EdgeRuntime.waitUntil) or joins one already
+ * scheduled, and `beforeunload` flushes at once (flushBeforeUnload in each index.ts).
  */
 import type { Background } from "../_shared/background.ts";
 import type { Sql } from "../_shared/db.ts";
