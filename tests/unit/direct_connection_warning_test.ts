@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { loadConfig } from "../../supabase/functions/_shared/config.ts";
-import { directConnectionWarning } from "../../supabase/functions/_shared/services.ts";
+import { directConnectionWarning } from "../../supabase/functions/_shared/base_services.ts";
 
 const hosted = {
   SUPABASE_URL: "https://abc.supabase.co",

@@ -12,7 +12,7 @@ import { ApiError } from "../_shared/errors.ts";
 import { answerFor, databaseAnswered } from "../_shared/failures.ts";
 import { failure, pathBelow, readJson, success } from "../_shared/http.ts";
 import { hashSecret, looksLikeReporterToken } from "../_shared/reporter_token.ts";
-import type { BaseServices } from "../_shared/services.ts";
+import type { BaseServices } from "../_shared/base_services.ts";
 import { unavailable } from "../_shared/sql_errors.ts";
 import { parseOrThrow } from "../_shared/validation.ts";
 import { BOOTSTRAP_ROUTE, exchangeBootstrapCredential } from "./bootstrap.ts";

@@ -1,5 +1,5 @@
 import { flushBeforeUnload } from "../_shared/background.ts";
-import { createBaseServices } from "../_shared/services.ts";
+import { createBaseServices } from "../_shared/base_services.ts";
 import { createVmReporter } from "./handler.ts";
 
 const services = createBaseServices();

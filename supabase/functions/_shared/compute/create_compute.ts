@@ -23,7 +23,9 @@ export async function createCompute(
         ...(hooks.onProvision ? { onProvision: hooks.onProvision } : {}),
       });
     case "azure": {
-      // Loaded only where it is used: the Azure SDKs are heavy for an edge isolate's cold start.
+      // Loaded only with COMPUTE_DRIVER=azure: the Azure SDKs are heavy for a cold start. The literal
+      // path still puts them in the bundle of every function importing this module, which is why
+      // vm-reporter reaches only base_services.ts (checked by tests/unit/bundle_graph_test.ts).
       const { createAzureCompute } = await import("./azure.ts");
       return createAzureCompute(config.azure!, log.with({ component: "azure" }));
     }

@@ -1,0 +1,23 @@
+/**
+ * vm-reporter, the hottest function, never acts on VMs: no compute driver and no Azure SDK may be
+ * in its module graph, so the CLI's bundler leaves them out of its bundle.
+ */
+import assert from "node:assert/strict";
+import { graphSize } from "../../scripts/bundle_size.ts";
+
+const entry = (name: string) =>
+  new URL(`../../supabase/functions/${name}/index.ts`, import.meta.url).pathname;
+
+Deno.test("vm-reporter's module graph holds no Azure SDK and fits the 20 MB limit", async () => {
+  const size = await graphSize(entry("vm-reporter"));
+  assert.deepEqual(size.packages.filter((p) => /azure|msal/.test(p)), []);
+  assert.ok(size.localBytes + size.npmBytes < 20 * 1024 * 1024);
+});
+
+Deno.test("the graph measure counts the npm packages a function reaches, through others too", async () => {
+  const size = await graphSize(entry("vm-api"));
+  assert.ok(size.packages.some((p) => p.startsWith("@azure/arm-compute@")));
+  // Reached only through @azure/identity, never imported directly.
+  assert.ok(size.packages.some((p) => p.startsWith("@azure/msal-node@")));
+  assert.ok(!size.packages.some((p) => p.startsWith("@supabase/supabase-js@")), "lockfile only");
+});
