@@ -20,7 +20,10 @@ export function createBaseServices(config: Config = loadConfig()): BaseServices 
   const log = createLogger(config.logLevel);
   const warning = directConnectionWarning(config);
   if (warning) log.warn(warning, { db_pool_max: config.dbPoolMax });
-  const sql = connect(config.databaseUrl, { max: config.dbPoolMax });
+  const sql = connect(config.databaseUrl, {
+    max: config.dbPoolMax,
+    statementTimeoutMs: config.dbStatementTimeoutMs,
+  });
   return { config, sql, background: createBackground(log), log };
 }
 

@@ -42,6 +42,7 @@ const EnvSchema = z.object({
   CORS_ALLOWED_ORIGINS: z.string().default("http://localhost:3000,http://localhost:3001"),
   MAX_BODY_BYTES: positiveInt(1_048_576),
   REQUEST_DEADLINE_MS: positiveInt(10_000),
+  DB_STATEMENT_TIMEOUT_MS: positiveInt(8_000),
   VM_API_RATE_LIMIT: positiveInt(20),
   VM_REPORTER_RATE_LIMIT: positiveInt(100),
   VM_REPORTER_UNAUTHENTICATED_LIMIT: positiveInt(30),
@@ -70,6 +71,8 @@ export interface Config {
   databaseUrlFrom: "DATABASE_URL" | "SUPABASE_DB_URL";
   /** Connections per pool, i.e. per isolate on hosted (DB_POOL_MAX). */
   dbPoolMax: number;
+  /** The server cancels a statement running longer (and gives up a lock wait after half). */
+  dbStatementTimeoutMs: number;
   /** SUPABASE_URL names a project that is not on this machine. */
   hosted: boolean;
   port: number;
@@ -176,6 +179,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     databaseUrlFrom: e.DATABASE_URL ? "DATABASE_URL" : "SUPABASE_DB_URL",
     // Hosted, every live isolate of each of the three functions holds its own pool.
     dbPoolMax: e.DB_POOL_MAX ?? (local ? 10 : 2),
+    dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
     hosted: !local,
     port: e.PORT,
     jwt: {

@@ -17,16 +17,31 @@ export const TRANSACTION_POOLER_PORT = "6543";
 
 type Tls = false | "prefer" | "require" | { rejectUnauthorized: true; ca?: string };
 
-export function connect(url: string, options: { max: number }): Sql {
+export interface ConnectOptions {
+  max: number;
+  /**
+   * Sent as the session's statement_timeout (lock_timeout: half of it), so the server itself ends
+   * work that outlives a request; the request's own deadline covers a server that does not answer.
+   */
+  statementTimeoutMs?: number;
+}
+
+export function connect(url: string, options: ConnectOptions): Sql {
   const { url: plain, tls } = tlsOf(new URL(url));
+  const timeouts = options.statementTimeoutMs
+    ? {
+      statement_timeout: String(options.statementTimeoutMs),
+      lock_timeout: String(Math.ceil(options.statementTimeoutMs / 2)),
+    }
+    : {};
   return postgres(plain.href, {
     max: options.max,
     prepare: plain.port !== TRANSACTION_POOLER_PORT,
     ssl: tls,
     idle_timeout: 60,
-    connect_timeout: 10,
+    connect_timeout: 5,
     onnotice: () => {},
-    connection: { application_name: "vm-service" },
+    connection: { application_name: "vm-service", ...timeouts },
   });
 }
 
