@@ -30,8 +30,8 @@ export function connect(url: string, options: ConnectOptions): Sql {
   const { url: plain, tls } = tlsOf(new URL(url));
   const timeouts = options.statementTimeoutMs
     ? {
-      statement_timeout: String(options.statementTimeoutMs),
-      lock_timeout: String(Math.ceil(options.statementTimeoutMs / 2)),
+      statement_timeout: options.statementTimeoutMs,
+      lock_timeout: Math.ceil(options.statementTimeoutMs / 2),
     }
     : {};
   return postgres(plain.href, {
