@@ -156,6 +156,21 @@ Deno.test("a database that is stopped or hung answers 503, then recovers by itse
       assert.match(server.output(), /database available again/);
     });
 
+    await t.step("the requests answered during the outage reach the request log", async () => {
+      const check = postgres(url, { max: 1, onnotice: () => {} });
+      try {
+        const logged = await eventually(async () => {
+          const [{ n }] = await check<[{ n: number }]>`
+            select count(*)::int as n from public.vm_reporter_request_log
+            where project_id = ${projectId} and status_code = 503`;
+          return n >= 5 ? n : undefined;
+        }, { timeoutMs: 15_000, intervalMs: 250 });
+        assert.equal(logged, 5, "each 503 is logged once, none twice");
+      } finally {
+        await check.end();
+      }
+    });
+
     await t.step("hung (SIGSTOP): 503 once the deadline passes, then back on SIGCONT", async () => {
       const pids = await clusterProcesses(cluster);
       for (const pid of pids) Deno.kill(pid, "SIGSTOP");
@@ -175,6 +190,59 @@ Deno.test("a database that is stopped or hung answers 503, then recovers by itse
     await cluster.stop();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
+});
+
+Deno.test("a lock held elsewhere or a pool used up answers 503, never hangs", async (t) => {
+  await using db = await createTestDatabase();
+  const { projectId, token } = await setupProject(db.sql);
+  await using server = await startServer(db.url, {
+    DB_POOL_MAX: "1",
+    DB_STATEMENT_TIMEOUT_MS: "400",
+    REQUEST_DEADLINE_MS: "1500",
+  });
+  const vm = reporter(server, projectId, token);
+  const health = {
+    cpu_percent: 1,
+    memory_percent: 2,
+    disk_percent: 3,
+    agents: [{ name: "a", status: "idle" }],
+  };
+  assertStatus(await vm.post("/health", health), 200);
+
+  /** Runs `work` while another transaction holds the project's row lock. */
+  const whileLocked = (work: () => Promise<void>) =>
+    db.sql.begin(async (tx) => {
+      await tx`select 1 from public.projects where id = ${projectId} for update`;
+      await work();
+    });
+
+  await t.step("the lock timeout ends the wait: 503, and the next request is fine", async () => {
+    await whileLocked(async () => {
+      const answer = await vm.post("/health", {
+        ...health,
+        agents: [{ name: "a", status: "active" }],
+      });
+      assertUnavailable(answer.status, answer.headers, answer.body);
+    });
+    assertStatus(await vm.post("/health", health), 200);
+  });
+
+  await t.step("with the only connection stuck, queued requests answer 503 too", async () => {
+    await whileLocked(async () => {
+      const answers = await Promise.all(
+        Array.from(
+          { length: 4 },
+          (_, i) =>
+            vm.post("/health", {
+              ...health,
+              agents: [{ name: "a", status: i % 2 ? "active" : "error" }],
+            }),
+        ),
+      );
+      for (const answer of answers) assertUnavailable(answer.status, answer.headers, answer.body);
+    });
+    assertStatus(await vm.post("/health", health), 200);
+  });
 });
 
 function assertUnavailable(status: number, headers: Headers, body: Record<string, unknown>) {
