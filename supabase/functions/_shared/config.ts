@@ -43,6 +43,8 @@ const EnvSchema = z.object({
   MAX_BODY_BYTES: positiveInt(1_048_576),
   REQUEST_DEADLINE_MS: positiveInt(10_000),
   DB_STATEMENT_TIMEOUT_MS: positiveInt(8_000),
+  REQUEST_LOG_RETENTION_DAYS: positiveInt(30),
+  HEALTH_SNAPSHOT_RETENTION_DAYS: positiveInt(30),
   VM_API_RATE_LIMIT: positiveInt(20),
   VM_REPORTER_RATE_LIMIT: positiveInt(100),
   VM_REPORTER_UNAUTHENTICATED_LIMIT: positiveInt(30),
@@ -73,6 +75,8 @@ export interface Config {
   dbPoolMax: number;
   /** The server cancels a statement running longer (and gives up a lock wait after half). */
   dbStatementTimeoutMs: number;
+  /** Days of request log and health snapshots kept (whole partitions are dropped after). */
+  retentionDays: { requestLog: number; healthSnapshots: number };
   /** SUPABASE_URL names a project that is not on this machine. */
   hosted: boolean;
   port: number;
@@ -180,6 +184,10 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     // Hosted, every live isolate of each of the three functions holds its own pool.
     dbPoolMax: e.DB_POOL_MAX ?? (local ? 10 : 2),
     dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
+    retentionDays: {
+      requestLog: e.REQUEST_LOG_RETENTION_DAYS,
+      healthSnapshots: e.HEALTH_SNAPSHOT_RETENTION_DAYS,
+    },
     hosted: !local,
     port: e.PORT,
     jwt: {

@@ -4,7 +4,8 @@
  * projects whose VM has reached its target state (provisioning/starting → active, stopping →
  * stopped, deleting → removed), checks a batch of settled projects for drift (the VM changed
  * behind the platform's back) and converges them, records projects stuck in a transitional
- * state, and expires approvals and commands that ran out of time.
+ * state, expires approvals and commands that ran out of time, and keeps the telemetry partitions
+ * (prepared ahead, dropped past their retention).
  *
  * Runs may overlap (several processes, several schedulers): operations are claimed with
  * SKIP LOCKED and a lease, and every transition is conditional on the status observed, so no
@@ -33,6 +34,7 @@ export interface ReconcileReport {
   stuck: number;
   /** Approvals expired (and the VM told) and commands ended for want of delivery. */
   reporter: { approvals_expired: number; commands_ended: number };
+  partitions: { partitions_created: number; partitions_dropped: number };
 }
 
 export async function reconcileOnce(
@@ -98,6 +100,10 @@ export async function reconcileOnce(
   const [{ reporter }] = await sql<[{ reporter: ReconcileReport["reporter"] }]>`
     select private.sweep_reporter_state(${batchSize}) as reporter`;
   await sql`select private.prune_rate_limits()`;
+  const [{ partitions }] = await sql<[{ partitions: ReconcileReport["partitions"] }]>`
+    select private.maintain_telemetry_partitions(
+      ${config.retentionDays.requestLog}, ${config.retentionDays.healthSnapshots}
+    ) as partitions`;
 
-  return { dispatched: due.length, given_up, observed, drift, stuck, reporter };
+  return { dispatched: due.length, given_up, observed, drift, stuck, reporter, partitions };
 }
