@@ -10,6 +10,10 @@
  * throughput, latency percentiles, the ratios to the floor and the database time per request
  * (pg_stat_statements: total_exec_time of top-level statements / requests) as a Markdown table.
  * Bounded in time and count; loopback only.
+ *
+ * BENCH_PRELOAD_ROWS=10000000 first fills the request log with that many rows (and the health
+ * snapshots with a tenth of it) spread over the last 30 days, to show the cost stays flat as data
+ * grows, and times the dashboard's views for one project on them.
  */
 import postgres from "postgres";
 import { newReporterToken } from "../supabase/functions/_shared/reporter_token.ts";
@@ -19,6 +23,7 @@ import { startThrowawayDatabase } from "./lib/throwaway_database.ts";
 const PROJECTS = Number(Deno.env.get("BENCH_PROJECTS") ?? 500);
 const CONCURRENCY = Number(Deno.env.get("BENCH_CONCURRENCY") ?? 32);
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 5);
+const PRELOAD_ROWS = Number(Deno.env.get("BENCH_PRELOAD_ROWS") ?? 0);
 const MAX_REQUESTS_PER_SCENARIO = 200_000;
 const say = (line: string) => console.error(`[bench] ${line}`);
 
@@ -35,6 +40,7 @@ const sql = postgres(database.url, { max: 4, onnotice: () => {} });
 try {
   await sql`create extension if not exists pg_stat_statements`;
   const { user, projects } = await seed();
+  if (PRELOAD_ROWS > 0) await preload(projects.map((p) => p.id));
   await using floor = await spawnServer(new URL("./lib/bench_floor.ts", import.meta.url), {});
   await using service = await spawnServer(new URL("./start.ts", import.meta.url), {
     LOG_LEVEL: "warn",
@@ -45,6 +51,7 @@ try {
     RECONCILE_INTERVAL_MS: "3600000",
   });
   await runScenarios(floor.origin, service.origin, await mintUserJwt(user), projects);
+  if (PRELOAD_ROWS > 0) await timeDashboardViews(user, projects[0]!.id);
 } finally {
   await sql.end();
   await database.stop();
@@ -97,6 +104,75 @@ async function seed(): Promise<{ user: string; projects: SeededProject[] }> {
     projects.push(...batch.map((p) => ({ id: p.id, token: p.token.plaintext })));
   }
   return { user, projects };
+}
+
+/** Telemetry as a fleet leaves it after a month: rows spread over 30 days and every project. */
+async function preload(projectIds: string[]) {
+  const snapshots = Math.floor(PRELOAD_ROWS / 10);
+  say(`preloading ${PRELOAD_ROWS} request log rows and ${snapshots} health snapshots`);
+  const started = performance.now();
+  await sql`select private.create_time_partitions(
+    'public.vm_reporter_request_log', interval '1 day', 31, 3)`;
+  await sql`select private.create_time_partitions(
+    'public.vm_health_snapshots', interval '7 days', 5, 2)`;
+  for (let done = 0; done < PRELOAD_ROWS; done += 1_000_000) {
+    await sql`
+      insert into public.vm_reporter_request_log
+        (project_id, route, status_code, latency_ms, error_message, created_at)
+      select (${projectIds}::uuid[])[1 + (i % ${projectIds.length})], '/health',
+             case when i % 50 = 0 then 500 when i % 10 = 0 then 429 else 200 end,
+             12.5, case when i % 10 = 0 then 'Rate limit exceeded' end,
+             now() - (i % 2592000) * interval '1 second'
+      from generate_series(${done}::bigint, ${Math.min(PRELOAD_ROWS, done + 1_000_000) - 1}::bigint) i`;
+  }
+  await sql`
+    insert into public.vm_health_snapshots
+      (project_id, cpu_percent, memory_percent, disk_percent, agents, health_status, reported_at,
+       created_at)
+    select (${projectIds}::uuid[])[1 + (i % ${projectIds.length})], 40, 50, 30,
+           '[{"name": "lead", "status": "active"}]', 'healthy',
+           now() - (i % 2592000) * interval '1 second', now() - (i % 2592000) * interval '1 second'
+    from generate_series(0::bigint, ${snapshots - 1}::bigint) i`;
+  await sql`analyze public.vm_reporter_request_log`;
+  await sql`analyze public.vm_health_snapshots`;
+  say(`preloaded in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+}
+
+/** The dashboard's reads for one project, as its member, on the preloaded tables. */
+async function timeDashboardViews(userId: string, projectId: string) {
+  const views: [string, string][] = [
+    [
+      "Logs (error and warn, newest 100)",
+      `select * from public.project_logs
+      where project_id = $1 and severity in ('error', 'warn')
+      order by occurred_at desc limit 100`,
+    ],
+    ["Agents (status)", `select * from public.agent_status where project_id = $1`],
+    ["Agents (watchdog)", `select * from public.watchdog_alerts where project_id = $1`],
+    ["Reports (session metrics)", `select * from public.session_metrics where project_id = $1`],
+    [
+      "Health (newest 100 snapshots)",
+      `select * from public.vm_health_snapshots
+      where project_id = $1 order by reported_at desc limit 100`,
+    ],
+  ];
+  console.log("\n| dashboard read, one project | ms (median of 5) |\n|---|---:|");
+  for (const [name, query] of views) {
+    const times: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await sql.begin(async (tx) => {
+        await tx`select set_config('role', 'authenticated', true),
+          set_config('request.jwt.claims', ${
+          JSON.stringify({ sub: userId, role: "authenticated" })
+        }, true)`;
+        const t0 = performance.now();
+        await tx.unsafe(query, [projectId]);
+        times.push(performance.now() - t0);
+      });
+    }
+    times.sort((a, b) => a - b);
+    console.log(`| ${name} | ${times[2]!.toFixed(1)} |`);
+  }
 }
 
 async function runScenarios(
