@@ -11,6 +11,9 @@
  * (pg_stat_statements: total_exec_time of top-level statements / requests) as a Markdown table.
  * Bounded in time and count; loopback only.
  *
+ * BENCH_TOP_STATEMENTS=5 also prints, per scenario, the statements that took the most database
+ * time (pg_stat_statements runs with track = all when it is set, so nested statements show).
+ *
  * BENCH_PRELOAD_ROWS=10000000 first fills the request log with that many rows (and the health
  * snapshots with a tenth of it) spread over the last 30 days, to show the cost stays flat as data
  * grows, and times the dashboard's views for one project on them.
@@ -24,6 +27,8 @@ const PROJECTS = Number(Deno.env.get("BENCH_PROJECTS") ?? 500);
 const CONCURRENCY = Number(Deno.env.get("BENCH_CONCURRENCY") ?? 32);
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 5);
 const PRELOAD_ROWS = Number(Deno.env.get("BENCH_PRELOAD_ROWS") ?? 0);
+/** Also print each scenario's N most expensive statements (where the database time goes). */
+const TOP_STATEMENTS = Number(Deno.env.get("BENCH_TOP_STATEMENTS") ?? 0);
 const MAX_REQUESTS_PER_SCENARIO = 200_000;
 const say = (line: string) => console.error(`[bench] ${line}`);
 
@@ -34,7 +39,7 @@ interface SeededProject {
 
 const database = await startThrowawayDatabase("vm_service_bench", say, {
   shared_preload_libraries: "pg_stat_statements",
-  "pg_stat_statements.track": "top",
+  "pg_stat_statements.track": TOP_STATEMENTS > 0 ? "all" : "top",
 });
 const sql = postgres(database.url, { max: 4, onnotice: () => {} });
 try {
@@ -123,7 +128,9 @@ async function preload(projectIds: string[]) {
              case when i % 50 = 0 then 500 when i % 10 = 0 then 429 else 200 end,
              12.5, case when i % 10 = 0 then 'Rate limit exceeded' end,
              now() - (i % 2592000) * interval '1 second'
-      from generate_series(${done}::bigint, ${Math.min(PRELOAD_ROWS, done + 1_000_000) - 1}::bigint) i`;
+      from generate_series(${done}::bigint, ${
+      Math.min(PRELOAD_ROWS, done + 1_000_000) - 1
+    }::bigint) i`;
   }
   await sql`
     insert into public.vm_health_snapshots
@@ -294,7 +301,17 @@ async function measure(send: () => Promise<Response>, expected: number): Promise
   const [{ ms }] = await sql<[{ ms: number }]>`
     select coalesce(sum(total_exec_time), 0)::float8 as ms from pg_stat_statements
     where dbid = (select oid from pg_database where datname = current_database())
-      and query !~* 'pg_stat_statements'`;
+      and toplevel and query !~* 'pg_stat_statements'`;
+  if (TOP_STATEMENTS > 0) {
+    const top = await sql<{ calls: number; us: number; query: string }[]>`
+      select calls::int, (total_exec_time * 1000 / ${latencies.length})::int as us,
+             left(regexp_replace(query, '\\s+', ' ', 'g'), 90) as query
+      from pg_stat_statements
+      where dbid = (select oid from pg_database where datname = current_database())
+        and query !~* 'pg_stat_statements'
+      order by total_exec_time desc limit ${TOP_STATEMENTS}`;
+    for (const row of top) say(`  ${row.us} µs/request  ${row.calls} calls  ${row.query}`);
+  }
   latencies.sort((a, b) => a - b);
   const at = (q: number) =>
     latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;

@@ -5,6 +5,7 @@
  * - reporter tokens (`vmr_`): what a VM presents on every reporter call;
  * - bootstrap credentials (`vmb_`): what a VM's boot data carries, exchanged once for a token.
  */
+import { createHash } from "node:crypto";
 export interface Secret {
   plaintext: string;
   hash: Uint8Array;
@@ -23,15 +24,18 @@ export function looksLikeBootstrapCredential(value: string): boolean {
   return SHAPE.test(value) && value.startsWith("vmb_");
 }
 
-export async function hashSecret(plaintext: string): Promise<Uint8Array> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(plaintext));
-  return new Uint8Array(digest);
+/**
+ * Synchronous on purpose: WebCrypto's digest is an async operation handed to another thread,
+ * which cost a tenth of a report's CPU (V8 profile under `deno task bench`) for 50 bytes.
+ */
+export function hashSecret(plaintext: string): Uint8Array {
+  return new Uint8Array(createHash("sha256").update(plaintext).digest());
 }
 
-async function newSecret(prefix: string): Promise<Secret> {
+function newSecret(prefix: string): Promise<Secret> {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   const plaintext = prefix + base64url(bytes);
-  return { plaintext, hash: await hashSecret(plaintext) };
+  return Promise.resolve({ plaintext, hash: hashSecret(plaintext) });
 }
 
 function base64url(bytes: Uint8Array): string {

@@ -27,7 +27,7 @@ export async function exchangeBootstrapCredential(
   const token = await newReporterToken();
   const [row] = await sql<[{ answer: SqlAnswer }]>`
     select private.exchange_bootstrap_credential(
-      ${projectId}, ${await hashSecret(presented)}, ${token.hash}, ${settings as never}
+      ${projectId}, ${hashSecret(presented)}, ${token.hash}, ${settings as never}
     ) as answer`;
   if (row.answer.status !== 200) throw errorOfAnswer(row.answer);
   return { project_id: projectId, reporter_token: token.plaintext };

@@ -95,7 +95,7 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
       }
       // A value that cannot be a token is refused without asking the database.
       if (!token || !looksLikeReporterToken(token)) throw unauthorized();
-      const tokenHash = await hashSecret(token);
+      const tokenHash = hashSecret(token);
 
       let body: unknown;
       try {
