@@ -5,10 +5,10 @@
  */
 import { mintUserJwt } from "./lib/jwt.ts";
 import { DEMO_USER_EMAIL, DEMO_USER_ID } from "./lib/seed.ts";
+import { isUuid } from "../supabase/functions/_shared/uuid.ts";
 
 const userId = Deno.args[0] ?? DEMO_USER_ID;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-if (!UUID.test(userId)) {
+if (!isUuid(userId)) {
   console.error("Usage: deno task jwt [user_id]   (user_id is the UUID of a row in auth.users)");
   Deno.exit(2);
 }

@@ -10,8 +10,8 @@ import postgres from "postgres";
 import { parseArgs } from "node:util";
 import { newReporterToken } from "../supabase/functions/_shared/reporter_token.ts";
 import { openLocalDatabase } from "./lib/local_database.ts";
+import { isUuid } from "../supabase/functions/_shared/uuid.ts";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const { values, positionals } = parseArgs({
   args: Deno.args,
   allowPositionals: true,
@@ -19,7 +19,7 @@ const { values, positionals } = parseArgs({
 });
 const projectId = positionals[0];
 const overlapHours = Number(values["overlap-hours"]);
-if (!projectId || !UUID.test(projectId) || !(overlapHours >= 0)) {
+if (!projectId || !isUuid(projectId) || !(overlapHours >= 0)) {
   console.error("Usage: deno task reporter-token <project_id> [--overlap-hours N] [--revoke]");
   Deno.exit(2);
 }

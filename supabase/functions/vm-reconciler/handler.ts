@@ -19,7 +19,7 @@ export function createVmReconciler(services: Services): (request: Request) => Pr
         throw new ApiError("METHOD_NOT_ALLOWED", "Method not allowed: use POST", { allow: "POST" });
       }
       const secret = services.config.reconcilerSecret;
-      if (!secret || !(await bearerMatches(request.headers.get("authorization"), secret))) {
+      if (!secret || !bearerMatches(request.headers.get("authorization"), secret)) {
         throw new ApiError("UNAUTHORIZED", "Missing or invalid reconciler secret");
       }
       const report = await reconcileOnce({ ...services, log });

@@ -19,8 +19,9 @@ import { BOOTSTRAP_ROUTE, exchangeBootstrapCredential } from "./bootstrap.ts";
 import { createRequestLog } from "./request_log.ts";
 import { routes } from "./routes.ts";
 import { errorOfAnswer, type SqlAnswer } from "./sql_answer.ts";
+import { bearerCredential } from "../_shared/bearer.ts";
+import { isUuid } from "../_shared/uuid.ts";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_LOGGED_ROUTE = 200;
 
 export function createVmReporter(services: BaseServices): (request: Request) => Promise<Response> {
@@ -53,7 +54,7 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
     const log = services.log.with({ function: "vm-reporter", request_id: requestId });
     const route = pathBelow(request.url, "vm-reporter").slice(0, MAX_LOGGED_ROUTE);
     const projectHeader = request.headers.get("x-project-id")?.trim() ?? "";
-    const projectId = UUID.test(projectHeader) ? projectHeader.toLowerCase() : null;
+    const projectId = isUuid(projectHeader) ? projectHeader.toLowerCase() : null;
 
     let response: Response;
     try {
@@ -88,8 +89,7 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
       }
       if (!projectHeader) throw new ApiError("BAD_REQUEST", "Missing X-Project-ID header");
       if (!projectId) throw new ApiError("BAD_REQUEST", "X-Project-ID must be a project UUID");
-      const token = /^Bearer +(\S+)$/i.exec(request.headers.get("authorization")?.trim() ?? "")
-        ?.[1];
+      const token = bearerCredential(request.headers.get("authorization"));
       if (!definition) {
         return success(await exchangeBootstrapCredential(sql, settings, projectId, token));
       }

@@ -28,6 +28,8 @@ import {
 } from "jose";
 import type { Config } from "../config.ts";
 import { createAuthServerCheck } from "./auth_server_check.ts";
+import { bearerCredential } from "../bearer.ts";
+import { isUuid } from "../uuid.ts";
 
 export type UserClaims = {
   sub: string;
@@ -47,9 +49,6 @@ const JWKS_COOLDOWN_MS = 30_000;
 const JWKS_CACHE_MAX_AGE_MS = 600_000;
 /** Tolerates small clock drift between Supabase Auth and this host without extending sessions. */
 const CLOCK_TOLERANCE_S = 5;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const BEARER = /^Bearer +(\S+) *$/i;
 
 /** Marks a failure to obtain the key set itself, as opposed to a token the key set rejects. */
 class KeySourceUnavailable extends Error {
@@ -77,7 +76,7 @@ export function createUserJwtVerifier(
   });
 
   return async (authorizationHeader) => {
-    const token = BEARER.exec(authorizationHeader?.trim() ?? "")?.[1];
+    const token = bearerCredential(authorizationHeader);
     if (token === undefined) return fail("missing", "Missing bearer token");
 
     let alg: unknown;
@@ -115,7 +114,7 @@ export function createUserJwtVerifier(
     if (payload.role !== "authenticated") {
       return fail("invalid", "Token role must be authenticated");
     }
-    if (typeof payload.sub !== "string" || !UUID.test(payload.sub)) {
+    if (typeof payload.sub !== "string" || !isUuid(payload.sub)) {
       return fail("invalid", "Token subject must be a user id");
     }
     const { email, ...rest } = payload;
