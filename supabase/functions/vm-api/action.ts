@@ -1,6 +1,8 @@
 /**
  * What every action file exports: its request schema (one member of the discriminated union on
- * `action`) and its handler, which gets validated input and the request's context.
+ * `action`), the schema of the `data` its success carries, and its handler, which gets validated
+ * input and the request's context. The schemas are the contract: the dashboard client's types and
+ * the OpenAPI document are derived from them.
  */
 import type { z } from "zod";
 import type postgres from "postgres";
@@ -18,14 +20,20 @@ export interface ActionContext {
   dispatch(operation: ClaimedOperation): void;
 }
 
-export interface Action<S extends z.ZodObject> {
+export interface Action<S extends z.ZodObject = z.ZodObject, R extends z.ZodType = z.ZodType> {
+  summary: string;
   schema: S;
-  handle(context: ActionContext, input: z.output<S>): Promise<unknown>;
+  response: R;
+  handle(context: ActionContext, input: z.output<S>): Promise<z.output<R>>;
 }
 
-export function defineAction<S extends z.ZodObject>(
-  schema: S,
-  handle: (context: ActionContext, input: z.output<S>) => Promise<unknown>,
-): Action<S> {
-  return { schema, handle };
+export function defineAction<S extends z.ZodObject, R extends z.ZodType>(
+  action: Action<S, R>,
+): Action<S, R> {
+  return action;
 }
+
+/** What a client sends: the schema's input, before defaults. */
+export type RequestOf<T extends Action> = z.input<T["schema"]>;
+/** The `data` of a success answer. */
+export type ResponseOf<T extends Action> = z.output<T["response"]>;

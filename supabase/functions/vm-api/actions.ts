@@ -10,8 +10,9 @@ import { start } from "./actions/start.ts";
 import { status } from "./actions/status.ts";
 import { stop } from "./actions/stop.ts";
 
-const actions = { create, start, stop, delete: deleteProject, status } as const;
-type ActionName = keyof typeof actions;
+/** Action name → its declaration (the OpenAPI document lists them in this order). */
+export const actions = { create, start, stop, delete: deleteProject, status } as const;
+export type ActionName = keyof typeof actions;
 const ACTION_NAMES = Object.keys(actions) as ActionName[];
 
 export const ActionRequest = z.discriminatedUnion("action", [
@@ -26,6 +27,6 @@ export type ActionRequest = z.output<typeof ActionRequest>;
 
 export function runAction(context: ActionContext, request: ActionRequest): Promise<unknown> {
   // The union guarantees the pairing; TypeScript cannot correlate the two lookups.
-  const action = actions[request.action] as Action<z.ZodObject>;
+  const action = actions[request.action] as Action;
   return action.handle(context, request);
 }

@@ -3,6 +3,8 @@
  * user, then send the operation it recorded.
  */
 import type postgres from "postgres";
+import type { z } from "zod";
+import type { projectStatus } from "../_shared/project_state.ts";
 import type { ClaimedOperation } from "../_shared/operations.ts";
 import type { ActionContext } from "./action.ts";
 
@@ -12,14 +14,14 @@ import type { ActionContext } from "./action.ts";
  */
 export interface TransitionResult {
   project_id: string;
-  status: string;
+  status: z.output<typeof projectStatus>;
   operation: ClaimedOperation | null;
 }
 
 export async function requestTransition(
   ctx: ActionContext,
   call: (tx: postgres.TransactionSql) => postgres.PendingQuery<[{ result: TransitionResult }]>,
-): Promise<{ project_id: string; status: string }> {
+): Promise<Omit<TransitionResult, "operation">> {
   const result = await ctx.asUser(async (tx) => (await call(tx))[0].result);
   if (result.operation) ctx.dispatch(result.operation);
   return { project_id: result.project_id, status: result.status };

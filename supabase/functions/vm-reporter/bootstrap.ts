@@ -4,6 +4,7 @@
  * shown this once. The credential is spent by the exchange; a wrong, used or expired one is a
  * 401 that spends the project's unauthenticated budget, like a wrong token.
  */
+import { z } from "zod";
 import { ApiError } from "../_shared/errors.ts";
 import type { Sql } from "../_shared/db.ts";
 import {
@@ -11,16 +12,33 @@ import {
   looksLikeBootstrapCredential,
   newReporterToken,
 } from "../_shared/reporter_token.ts";
+import { uuid } from "./fields.ts";
+import { defineRoute } from "./route.ts";
 import { errorOfAnswer, type SqlAnswer } from "./sql_answer.ts";
 
 export const BOOTSTRAP_ROUTE = "/bootstrap";
+
+/**
+ * Declared like a route for clients and the OpenAPI document, but answered by the exchange below
+ * rather than by private.reporter_call: it authenticates with another credential.
+ */
+export const bootstrap = defineRoute({
+  path: BOOTSTRAP_ROUTE,
+  summary: "Exchanges the VM's single-use bootstrap credential for its reporter token.",
+  // The body is not read: the credential in Authorization is the whole request.
+  schema: z.object({}),
+  response: z.object({
+    project_id: uuid,
+    reporter_token: z.string().describe("Shown this once; stored only as a hash"),
+  }),
+});
 
 export async function exchangeBootstrapCredential(
   sql: Sql,
   settings: unknown,
   projectId: string,
   presented: string | undefined,
-): Promise<{ project_id: string; reporter_token: string }> {
+): Promise<z.output<typeof bootstrap.response>> {
   if (!presented || !looksLikeBootstrapCredential(presented)) {
     throw new ApiError("UNAUTHORIZED", "Missing, used or expired bootstrap credential");
   }

@@ -53,3 +53,12 @@ export const uniqueBy = (key: string) => (items: Record<string, unknown>[]) =>
 export const orderedPeriod = (
   p: { period_start?: string | null | undefined; period_end?: string | null | undefined },
 ) => !p.period_start || !p.period_end || Date.parse(p.period_end) >= Date.parse(p.period_start);
+
+/** The answers several routes give. */
+export const accepted = z.object({
+  accepted: z.int().min(0).describe("How many records the batch held (repeated ids included)"),
+});
+export const recorded = z.object({ recorded: z.literal(true) });
+export const answeredAt = z.iso.datetime({ offset: true });
+/** public.approvals.status: a repeated request_id answers the approval's current status. */
+export const approvalStatus = z.enum(["pending", "approved", "rejected", "expired"]);

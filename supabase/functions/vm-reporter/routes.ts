@@ -1,4 +1,4 @@
-/** The route table: path below /vm-reporter → its route file. */
+/** The route table, built from what each route file declares (its path among them). */
 import type { Route } from "./route.ts";
 import { approvals } from "./routes/approvals.ts";
 import { approvalsAck } from "./routes/approvals_ack.ts";
@@ -12,16 +12,22 @@ import { messages } from "./routes/messages.ts";
 import { productivityMetrics } from "./routes/productivity_metrics.ts";
 import { taskMetrics } from "./routes/task_metrics.ts";
 
-export const routes: Readonly<Record<string, Route>> = {
-  "/health": health,
-  "/messages": messages,
-  "/audit": audit,
-  "/conflicts": conflicts,
-  "/metrics/tasks": taskMetrics,
-  "/metrics/productivity": productivityMetrics,
-  "/metrics/cli-sessions": cliSessions,
-  "/commands/poll": commandsPoll,
-  "/commands/status": commandsStatus,
-  "/approvals": approvals,
-  "/approvals/ack": approvalsAck,
-};
+/** Every route, in the order the contract lists them (and the OpenAPI document shows them). */
+export const routeList: readonly Route[] = [
+  health,
+  messages,
+  audit,
+  conflicts,
+  taskMetrics,
+  productivityMetrics,
+  cliSessions,
+  commandsPoll,
+  commandsStatus,
+  approvals,
+  approvalsAck,
+];
+
+/** Path below /vm-reporter → its route. */
+export const routes: Readonly<Record<string, Route>> = Object.fromEntries(
+  routeList.map((route) => [route.path, route]),
+);

@@ -1,9 +1,11 @@
 import { z } from "zod";
 import { defineAction } from "../action.ts";
+import { transitionAnswer } from "../responses.ts";
 import { requestTransition } from "../transition.ts";
 
-export const create = defineAction(
-  z.object({
+export const create = defineAction({
+  summary: "Creates a project and provisions its VM (status provisioning).",
+  schema: z.object({
     action: z.literal("create"),
     organization_id: z.uuid({ error: "must be a UUID string" }),
     name: z.string({ error: "must be a string" }).trim()
@@ -16,7 +18,8 @@ export const create = defineAction(
       .regex(/^[A-Za-z][A-Za-z0-9_]{1,63}$/, { error: "must be a VM size such as Standard_D2s_v3" })
       .default("Standard_D2s_v3"),
   }),
-  (ctx, input) => {
+  response: transitionAnswer,
+  handle: (ctx, input) => {
     const { config } = ctx.services;
     return requestTransition(ctx, (tx) =>
       tx`select private.vm_create(
@@ -24,4 +27,4 @@ export const create = defineAction(
         ${config.operations.leaseSeconds}, ${config.activeProjectLimit}
       ) as result`);
   },
-);
+});

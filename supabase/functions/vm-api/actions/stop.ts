@@ -1,13 +1,16 @@
 import { z } from "zod";
 import { defineAction } from "../action.ts";
+import { transitionAnswer } from "../responses.ts";
 import { projectId } from "../fields.ts";
 import { requestTransition } from "../transition.ts";
 
-export const stop = defineAction(
-  z.object({ action: z.literal("stop"), project_id: projectId }),
-  (ctx, input) =>
+export const stop = defineAction({
+  summary: "Stops (deallocates) a project's VM (status stopping).",
+  schema: z.object({ action: z.literal("stop"), project_id: projectId }),
+  response: transitionAnswer,
+  handle: (ctx, input) =>
     requestTransition(ctx, (tx) =>
       tx`select private.vm_stop(
         ${input.project_id}, ${ctx.services.config.operations.leaseSeconds}
       ) as result`),
-);
+});

@@ -1,12 +1,17 @@
 import { z } from "zod";
 import { defineRoute } from "../route.ts";
-import { agentName, batch, text, timestamp, uuid } from "../fields.ts";
+import { accepted, agentName, batch, text, timestamp, uuid } from "../fields.ts";
 
-export const messages = defineRoute(z.object({
-  messages: batch(z.object({
-    id: uuid.nullish(),
-    agent: agentName,
-    content: text(20000),
-    created_at: timestamp.nullish(),
-  })),
-}));
+export const messages = defineRoute({
+  path: "/messages",
+  summary: "A batch of agent chat messages; a repeated message id is stored once.",
+  schema: z.object({
+    messages: batch(z.object({
+      id: uuid.nullish(),
+      agent: agentName,
+      content: text(20000),
+      created_at: timestamp.nullish(),
+    })),
+  }),
+  response: accepted,
+});

@@ -1,9 +1,11 @@
 import { z } from "zod";
 import { defineRoute } from "../route.ts";
-import { agentName, count, orderedPeriod, timestamp } from "../fields.ts";
+import { agentName, count, orderedPeriod, recorded, timestamp } from "../fields.ts";
 
-export const productivityMetrics = defineRoute(
-  z.object({
+export const productivityMetrics = defineRoute({
+  path: "/metrics/productivity",
+  summary: "One agent's productivity counters of one period.",
+  schema: z.object({
     agent: agentName,
     period_start: timestamp.nullish(),
     period_end: timestamp.nullish(),
@@ -14,4 +16,5 @@ export const productivityMetrics = defineRoute(
     lines_removed: count.nullish(),
     active_minutes: count.nullish(),
   }).refine(orderedPeriod, { error: "must not be before period_start", path: ["period_end"] }),
-);
+  response: recorded,
+});

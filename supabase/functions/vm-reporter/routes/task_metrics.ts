@@ -1,9 +1,11 @@
 import { z } from "zod";
 import { defineRoute } from "../route.ts";
-import { agentName, count, orderedPeriod, timestamp } from "../fields.ts";
+import { agentName, count, orderedPeriod, recorded, timestamp } from "../fields.ts";
 
-export const taskMetrics = defineRoute(
-  z.object({
+export const taskMetrics = defineRoute({
+  path: "/metrics/tasks",
+  summary: "Task counters of one period, for one agent or the whole team.",
+  schema: z.object({
     agent: agentName.nullish(),
     period_start: timestamp.nullish(),
     period_end: timestamp.nullish(),
@@ -12,4 +14,5 @@ export const taskMetrics = defineRoute(
     failed: count,
     drifted: count,
   }).refine(orderedPeriod, { error: "must not be before period_start", path: ["period_end"] }),
-);
+  response: recorded,
+});
