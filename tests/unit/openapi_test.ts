@@ -1,0 +1,65 @@
+/**
+ * docs/openapi.json is what the schemas produce (regenerate with `deno task openapi`), and it is a
+ * valid OpenAPI 3.1 document that covers every action, route, status and security scheme.
+ */
+import assert from "node:assert/strict";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { OPENAPI_FILE, openApiText } from "../../scripts/openapi.ts";
+import { actions } from "../../supabase/functions/vm-api/actions.ts";
+import { routeList } from "../../supabase/functions/vm-reporter/routes.ts";
+
+const generated = JSON.parse(openApiText());
+
+Deno.test("docs/openapi.json is what the zod schemas produce (run `deno task openapi`)", async () => {
+  assert.equal(await Deno.readTextFile(OPENAPI_FILE), openApiText());
+});
+
+Deno.test("the OpenAPI document validates as OpenAPI 3.1", async () => {
+  const validator = new Validator();
+  const result = await validator.validate(generated);
+  assert.equal(validator.version, "3.1");
+  assert.deepEqual(result.errors ?? [], []);
+  assert.equal(result.valid, true);
+});
+
+Deno.test("the OpenAPI document covers every action, route, status and credential", () => {
+  const paths = Object.keys(generated.paths);
+  assert.deepEqual(paths, [
+    "/vm-api",
+    "/vm-reporter/bootstrap",
+    ...routeList.map((route) => `/vm-reporter${route.path}`),
+  ]);
+  const vmApi = generated.paths["/vm-api"].post;
+  assert.deepEqual(
+    Object.keys(vmApi.requestBody.content["application/json"].schema.discriminator.mapping),
+    Object.keys(actions),
+  );
+  assert.deepEqual(Object.keys(vmApi.responses), [
+    "200",
+    "400",
+    "401",
+    "403",
+    "404",
+    "405",
+    "409",
+    "413",
+    "429",
+    "500",
+    "503",
+  ]);
+  const { responses, securitySchemes, schemas } = generated.components;
+  for (const name of ["RateLimited", "Unavailable"]) {
+    assert.ok(responses[name].headers["Retry-After"], `${name} names Retry-After`);
+  }
+  assert.ok(responses.MethodNotAllowed.headers.Allow);
+  assert.deepEqual(Object.keys(schemas.Error.properties), ["error", "request_id"]);
+  assert.deepEqual(Object.keys(securitySchemes).sort(), [
+    "BootstrapCredential",
+    "ProjectId",
+    "ReporterToken",
+    "UserJwt",
+  ]);
+  assert.deepEqual(generated.paths["/vm-reporter/health"].post.security, [
+    { ReporterToken: [], ProjectId: [] },
+  ]);
+});
