@@ -3,6 +3,7 @@
  * anon key, plus a signed-in user's access token, or the service_role key for operator tooling.
  */
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
+import { createDashboardClient, type DashboardClient } from "../../supabase/client/dashboard.ts";
 import { mintApiKey, mintUserJwt } from "../../scripts/lib/jwt.ts";
 import type { TestServer } from "./server.ts";
 
@@ -11,16 +12,32 @@ export const SERVICE_ROLE_KEY = await mintApiKey("service_role");
 
 const NO_SESSION = { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false };
 
-/** A dashboard client: anonymous without `userId`, signed in as that user with one. */
+/** Anonymous without `userId`, signed in as that user with one. */
+async function signedIn(userId?: string) {
+  const accessToken = userId ? await mintUserJwt(userId) : undefined;
+  return {
+    auth: NO_SESSION,
+    ...(accessToken ? { accessToken: () => Promise.resolve(accessToken) } : {}),
+  };
+}
+
+/** The dashboard's client (supabase/client/dashboard.ts), typed by the generated `Database`. */
+export async function typedDashboardClient(
+  server: TestServer,
+  userId?: string,
+): Promise<DashboardClient> {
+  return createDashboardClient(server.origin, ANON_KEY, await signedIn(userId));
+}
+
+/**
+ * An untyped client, for probing what the `Database` type rightly does not name (unexposed
+ * schemas, unknown functions, relations listed at run time).
+ */
 export async function dashboardClient(
   server: TestServer,
   userId?: string,
 ): Promise<SupabaseClient> {
-  const accessToken = userId ? await mintUserJwt(userId) : undefined;
-  return createClient(server.origin, ANON_KEY, {
-    auth: NO_SESSION,
-    ...(accessToken ? { accessToken: () => Promise.resolve(accessToken) } : {}),
-  });
+  return createClient(server.origin, ANON_KEY, await signedIn(userId));
 }
 
 /** Operator tooling with the service_role key (bypasses RLS, as on hosted). */

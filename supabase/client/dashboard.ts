@@ -1,0 +1,151 @@
+/**
+ * The dashboard's client: thin functions over supabase-js for the five vm-api actions
+ * (`functions.invoke`), the four write RPCs (`rpc`) and the read models (`from`), typed end to
+ * end: request and answer types come from the actions' zod schemas, RPC arguments and rows from
+ * the generated `Database` type. A contract change that breaks the dashboard fails type-checking.
+ * Every refusal is thrown as a DashboardError carrying the status (and Retry-After: 429 and 503
+ * are worth retrying after it).
+ */
+import {
+  createClient,
+  FunctionsHttpError,
+  type PostgrestSingleResponse,
+  type SupabaseClient,
+  type SupabaseClientOptions,
+} from "@supabase/supabase-js";
+import type { ActionName, VmApiRequest, VmApiResponse } from "../functions/vm-api/contract.ts";
+import type { Database, Tables } from "../types/database.ts";
+
+export type DashboardClient = SupabaseClient<Database>;
+
+/** The project URL and the anon key, as `createClient` takes them, typed by `Database`. */
+export function createDashboardClient(
+  url: string,
+  anonKey: string,
+  options?: SupabaseClientOptions<"public">,
+): DashboardClient {
+  return createClient<Database>(url, anonKey, options);
+}
+
+export class DashboardError extends Error {
+  override readonly name = "DashboardError";
+  constructor(
+    readonly status: number,
+    message: string,
+    /** PostgREST's or PostgreSQL's code (e.g. 42501) for RPCs and reads. */
+    readonly code: string | null = null,
+    /** Seconds to wait before retrying, on 429 and 503. */
+    readonly retryAfter: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+// --- vm-api -------------------------------------------------------------------------------------
+
+type Input<A extends ActionName> = Omit<VmApiRequest<A>, "action">;
+
+async function vmApi<A extends ActionName>(
+  client: DashboardClient,
+  action: A,
+  input: Input<A>,
+): Promise<VmApiResponse<A>> {
+  const { data, error } = await client.functions.invoke<{ data: VmApiResponse<A> }>("vm-api", {
+    body: { ...input, action },
+  });
+  if (error instanceof FunctionsHttpError) {
+    const response = error.context as Response;
+    const body = await response.json().catch(() => ({})) as { error?: string };
+    const retryAfter = Number(response.headers.get("retry-after")) || null;
+    throw new DashboardError(response.status, body.error ?? error.message, null, retryAfter);
+  }
+  if (error || !data) throw new DashboardError(0, error?.message ?? "vm-api gave no answer");
+  return data.data;
+}
+
+export const createProject = (client: DashboardClient, input: Input<"create">) =>
+  vmApi(client, "create", input);
+export const startProject = (client: DashboardClient, input: Input<"start">) =>
+  vmApi(client, "start", input);
+export const stopProject = (client: DashboardClient, input: Input<"stop">) =>
+  vmApi(client, "stop", input);
+export const deleteProject = (client: DashboardClient, input: Input<"delete">) =>
+  vmApi(client, "delete", input);
+export const projectStatus = (client: DashboardClient, input: Input<"status">) =>
+  vmApi(client, "status", input);
+
+// --- RPCs ---------------------------------------------------------------------------------------
+
+type Rpcs = Database["public"]["Functions"];
+
+function answered<T>(answer: PostgrestSingleResponse<T>): T {
+  if (answer.error) {
+    throw new DashboardError(answer.status, answer.error.message, answer.error.code);
+  }
+  return answer.data;
+}
+
+/** Queues start_agents, stop_agents or restart_agents (payload `{agents?: string[]}`). */
+export async function queueVmCommand(
+  client: DashboardClient,
+  args: Rpcs["queue_vm_command"]["Args"],
+): Promise<Rpcs["queue_vm_command"]["Returns"]> {
+  return answered(await client.rpc("queue_vm_command", args));
+}
+
+/** A Chat message to the agents; returns the command that delivers it. */
+export async function sendAgentMessage(
+  client: DashboardClient,
+  args: Rpcs["send_agent_message"]["Args"],
+): Promise<Rpcs["send_agent_message"]["Returns"]> {
+  return answered(await client.rpc("send_agent_message", args));
+}
+
+/** `approved` or `rejected`, once. */
+export async function decideApproval(
+  client: DashboardClient,
+  args: Rpcs["decide_approval"]["Args"],
+): Promise<void> {
+  answered(await client.rpc("decide_approval", args));
+}
+
+/** Saves SOUL.md, AGENTS.md or COORDINATION.md; returns the new version. */
+export async function savePersonaFile(
+  client: DashboardClient,
+  args: Rpcs["save_persona_file"]["Args"],
+): Promise<Rpcs["save_persona_file"]["Returns"]> {
+  return answered(await client.rpc("save_persona_file", args));
+}
+
+// --- Read models --------------------------------------------------------------------------------
+
+/** What the dashboard's tabs read (contract §2), each per project. */
+export const READ_MODELS = [
+  "project_activity_feed",
+  "agent_status",
+  "watchdog_alerts",
+  "agent_sessions",
+  "session_metrics",
+  "project_logs",
+  "agent_messages",
+  "approvals",
+  "pending_approval_counts",
+  "persona_files",
+  "persona_file_versions",
+  "cost_by_project",
+  "cost_by_model",
+] as const;
+
+export type ReadModel = (typeof READ_MODELS)[number];
+
+/** One project's rows of a read model (RLS lets a member see only their projects'). */
+export async function readModel<M extends ReadModel>(
+  client: DashboardClient,
+  model: M,
+  projectId: string,
+): Promise<Tables<M>[]> {
+  // postgrest-js types `from()` per name, tables apart from views: a generic name over both needs
+  // the untyped builder; the caller still gets the model's typed rows.
+  const untyped = client as SupabaseClient;
+  return answered(await untyped.from(model).select("*").eq("project_id", projectId));
+}
