@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { Action } from "../functions/vm-api/action.ts";
 import { actions } from "../functions/vm-api/actions.ts";
 import { bootstrap } from "../functions/vm-reporter/bootstrap.ts";
-import type { Route } from "../functions/vm-reporter/route.ts";
+import type { RouteContract } from "../functions/vm-reporter/route.ts";
 import { routeList } from "../functions/vm-reporter/routes.ts";
 import { failureResponses, FAILURES, type Status } from "./openapi_failures.ts";
 
@@ -80,7 +80,11 @@ export function openApiDocument(): JsonSchema {
     },
   };
 
-  const reporterOperation = (route: Route, security: string, statuses: Status[]): Operation => {
+  const reporterOperation = (
+    route: RouteContract,
+    security: string,
+    statuses: Status[],
+  ): Operation => {
     const name = `Reporter${pascal(route.path)}`;
     schemas[`${name}Request`] = jsonSchema(route.schema, "input");
     schemas[`${name}Response`] = jsonSchema(success(route.response), "output");

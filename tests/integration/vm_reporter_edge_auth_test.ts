@@ -549,14 +549,13 @@ Deno.test("vm-reporter unexpected errors: a generic 500 with a request id", asyn
   await vm.ok("/audit", AUDIT);
 
   await t.step("a failing database call answers {error, request_id} and logs the id", async () => {
-    await db.sql`alter function private.report_conflicts(uuid, jsonb)
-      rename to report_conflicts_gone`;
+    // The route's table gone: its write fails with an error no caller is meant to hear.
+    await db.sql`alter table public.git_sync_reports rename to git_sync_reports_gone`;
     let answer: ReporterAnswer;
     try {
       answer = await vm.post("/conflicts", conflicts);
     } finally {
-      await db.sql`alter function private.report_conflicts_gone(uuid, jsonb)
-        rename to report_conflicts`;
+      await db.sql`alter table public.git_sync_reports_gone rename to git_sync_reports`;
     }
     assert.equal(answer.status, 500, answer.text);
     assert.deepEqual(Object.keys(answer.body).sort(), ["error", "request_id"]);

@@ -13,7 +13,7 @@ import {
   newReporterToken,
 } from "../_shared/reporter_token.ts";
 import { uuid } from "./fields.ts";
-import { defineRoute } from "./route.ts";
+import type { RouteContract } from "./route.ts";
 import { errorOfAnswer, type SqlAnswer } from "./sql_answer.ts";
 
 export const BOOTSTRAP_ROUTE = "/bootstrap";
@@ -22,7 +22,7 @@ export const BOOTSTRAP_ROUTE = "/bootstrap";
  * Declared like a route for clients and the OpenAPI document, but answered by the exchange below
  * rather than by private.reporter_call: it authenticates with another credential.
  */
-export const bootstrap = defineRoute({
+export const bootstrap = {
   path: BOOTSTRAP_ROUTE,
   summary: "Exchanges the VM's single-use bootstrap credential for its reporter token.",
   // The body is not read: the credential in Authorization is the whole request.
@@ -31,7 +31,7 @@ export const bootstrap = defineRoute({
     project_id: uuid,
     reporter_token: z.string().describe("Shown this once; stored only as a hash"),
   }),
-});
+} satisfies RouteContract;
 
 export async function exchangeBootstrapCredential(
   sql: Sql,

@@ -4,6 +4,7 @@ import { approvalStatus, object, uuid } from "../fields.ts";
 
 export const approvalsAck = defineRoute({
   path: "/approvals/ack",
+  sql: "private.acknowledge_approval",
   summary: "An agent reports what it did with a decided approval.",
   schema: z.object({
     approval_id: uuid,

@@ -4,6 +4,7 @@ import { accepted, agentName, batch, object, text, timestamp, uuid } from "../fi
 
 export const audit = defineRoute({
   path: "/audit",
+  sql: "private.report_audit",
   summary: "A batch of audit events; a repeated event id is stored once.",
   schema: z.object({
     events: batch(z.object({

@@ -7,6 +7,7 @@ const tokens = z.int({ error: "must be an integer" }).min(0, { error: "must be >
 
 export const cliSessions = defineRoute({
   path: "/metrics/cli-sessions",
+  sql: "private.report_cli_sessions",
   summary: "CLI sessions, upserted by session_id.",
   schema: z.object({
     sessions: batch(

@@ -22,6 +22,7 @@ const command = z.object({
 
 export const commandsPoll = defineRoute({
   path: "/commands/poll",
+  sql: "private.poll_commands",
   summary: "Leases the commands due for this VM (redelivered when the lease runs out).",
   schema: z.object({
     max: z.int({ error: "must be an integer" })

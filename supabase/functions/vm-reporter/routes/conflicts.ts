@@ -4,6 +4,7 @@ import { count, object, recorded, text, timestamp } from "../fields.ts";
 
 export const conflicts = defineRoute({
   path: "/conflicts",
+  sql: "private.report_conflicts",
   summary: "Git sync and conflict counters of one period.",
   schema: z.object({
     branch: text(255).nullish(),

@@ -13,6 +13,7 @@ const Agent = z.object({
 
 export const health = defineRoute({
   path: "/health",
+  sql: "private.report_health",
   summary: "The VM's resource use and its agents' states; sets the project's health.",
   schema: z.object({
     cpu_percent: percent,

@@ -4,6 +4,7 @@ import { accepted, agentName, batch, text, timestamp, uuid } from "../fields.ts"
 
 export const messages = defineRoute({
   path: "/messages",
+  sql: "private.report_messages",
   summary: "A batch of agent chat messages; a repeated message id is stored once.",
   schema: z.object({
     messages: batch(z.object({

@@ -4,6 +4,7 @@ import { agentName, count, orderedPeriod, recorded, timestamp } from "../fields.
 
 export const productivityMetrics = defineRoute({
   path: "/metrics/productivity",
+  sql: "private.report_productivity",
   summary: "One agent's productivity counters of one period.",
   schema: z.object({
     agent: agentName,

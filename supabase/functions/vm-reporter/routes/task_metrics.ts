@@ -4,6 +4,7 @@ import { agentName, count, orderedPeriod, recorded, timestamp } from "../fields.
 
 export const taskMetrics = defineRoute({
   path: "/metrics/tasks",
+  sql: "private.report_task_metrics",
   summary: "Task counters of one period, for one agent or the whole team.",
   schema: z.object({
     agent: agentName.nullish(),
