@@ -36,8 +36,20 @@ Deno.test("vm-reporter /bootstrap exchanges a single-use boot credential for a t
     assert.equal(health.status, 200, health.text);
   });
 
-  await t.step("tokens the VM held before stop working (it was re-provisioned)", async () => {
-    assertError(await vm.post("/commands/poll", {}, { token: oldToken }), 401);
+  await t.step("an operator's token outlives the VM's first contact", async () => {
+    const poll = await vm.post("/commands/poll", {}, { token: oldToken });
+    assert.equal(poll.status, 200, poll.text);
+  });
+
+  await t.step("a re-provisioned VM's exchange ends the tokens earlier VMs received", async () => {
+    const again = await issueCredential(db.sql, projectId);
+    const exchanged = await vm.post("/bootstrap", {}, { token: again });
+    assert.equal(exchanged.status, 200, exchanged.text);
+    const newer: string = exchanged.body.data.reporter_token;
+    assertError(await vm.post("/commands/poll", {}, { token: reporterToken }), 401);
+    assert.equal((await vm.post("/commands/poll", {}, { token: newer })).status, 200);
+    assert.equal((await vm.post("/commands/poll", {}, { token: oldToken })).status, 200);
+    reporterToken = newer;
   });
 
   await t.step("the same credential a second time is refused", async () => {

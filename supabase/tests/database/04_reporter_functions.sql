@@ -2,7 +2,7 @@
 -- (contract §3): effects, membership checks, input errors, authentication, rate limits, routing,
 -- and command leasing.
 begin;
-select plan(91);
+select plan(92);
 
 -- Two users, two organizations. P1 belongs to the member; P2 to the other user; P3 and P4 are
 -- the member organization's VMs that report in the platform part below.
@@ -493,11 +493,23 @@ select is(
   '{"status": 404, "error": "Command 0c000000-0000-4000-8000-000000000009 not found for this project"}'::jsonb,
   'another project''s command is 404');
 
+-- Tokens rotate within their lineage: an operator's new token leaves the VM's alone.
+do $$
+begin
+  perform private.issue_reporter_token('eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee',
+    sha256(convert_to('vmr_p3_operator', 'UTF8')), 'operator', interval '0 seconds');
+end
+$$;
+select is(
+  private.reporter_call('eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee', sha256(convert_to('vmr_p3_token', 'UTF8')),
+    null, null, '{"rate_limit": 100, "unauthenticated_limit": 100, "command_lease_seconds": 60}') ->> 'status',
+  '200', 'an operator token does not end the VM''s token');
+
 -- Token rotation without overlap: the old token stops at once, the new one works.
 do $$
 begin
   perform private.issue_reporter_token('eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee',
-    sha256(convert_to('vmr_p3_token_2', 'UTF8')), 'operator', interval '0 seconds');
+    sha256(convert_to('vmr_p3_token_2', 'UTF8')), 'provision', interval '0 seconds');
 end
 $$;
 select is(
