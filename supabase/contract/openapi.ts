@@ -26,7 +26,8 @@ function jsonSchema(schema: z.ZodType, io: "input" | "output"): JsonSchema {
   return rest;
 }
 
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const schemaUri = (name: string) => `#/components/schemas/${name}`;
+const ref = (name: string) => ({ $ref: schemaUri(name) });
 const json = (schema: JsonSchema) => ({ "application/json": { schema } });
 
 /** `{success: true, data}` around an answer. */
@@ -43,9 +44,11 @@ export function openApiDocument(): JsonSchema {
   };
 
   const actionEntries = Object.entries(actions) as [string, Action][];
+  const requestOf = (action: string) => `VmApi${pascal(action)}Request`;
+  const responseOf = (action: string) => `VmApi${pascal(action)}Response`;
   for (const [name, action] of actionEntries) {
-    schemas[`VmApi${pascal(name)}Request`] = jsonSchema(action.schema, "input");
-    schemas[`VmApi${pascal(name)}Response`] = jsonSchema(success(action.response), "output");
+    schemas[requestOf(name)] = jsonSchema(action.schema, "input");
+    schemas[responseOf(name)] = jsonSchema(success(action.response), "output");
   }
   const vmApi: Operation = {
     operationId: "vmApi",
@@ -57,13 +60,11 @@ export function openApiDocument(): JsonSchema {
     requestBody: {
       required: true,
       content: json({
-        oneOf: actionEntries.map(([name]) => ref(`VmApi${pascal(name)}Request`)),
+        oneOf: actionEntries.map(([name]) => ref(requestOf(name))),
         discriminator: {
           propertyName: "action",
           mapping: Object.fromEntries(
-            actionEntries.map((
-              [name],
-            ) => [name, `#/components/schemas/VmApi${pascal(name)}Request`]),
+            actionEntries.map(([name]) => [name, schemaUri(requestOf(name))]),
           ),
         },
       }),
@@ -73,7 +74,7 @@ export function openApiDocument(): JsonSchema {
         description: "The action's answer (the one its `action` names)",
         headers: { "X-Request-ID": { $ref: "#/components/headers/RequestId" } },
         content: json({
-          anyOf: actionEntries.map(([name]) => ref(`VmApi${pascal(name)}Response`)),
+          anyOf: actionEntries.map(([name]) => ref(responseOf(name))),
         }),
       },
       ...failureResponses([400, 401, 403, 404, 405, 409, 413, 429, 500, 503]),
