@@ -192,6 +192,11 @@ export class ReporterClient {
     return this.#post<{ approval_id: string; status: string }>("/approvals/ack", ack);
   }
 
+  /** Any route by its path, with the body as the agent team handed it over (spool drains). */
+  send<T = unknown>(route: string, body: unknown): Promise<T> {
+    return this.#post<T>(route, body);
+  }
+
   async #post<T>(route: string, body: unknown): Promise<T> {
     const { baseUrl, projectId, token, maxAttempts, maxBackoffMs, signal } = this.#options;
     for (let attempt = 1;; attempt++) {

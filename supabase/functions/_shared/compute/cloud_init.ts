@@ -10,7 +10,12 @@ export interface BootConfig {
   bootstrapCredential: string;
 }
 
-export const BOOT_CONFIG_PATH = "/etc/vm-agent/bootstrap.json";
+/**
+ * Where the VM agent reads its boot data (its `--bootstrap` default). Spelled in parts: the
+ * Supabase CLI's bundler takes a string literal that looks like a file path for a file to upload
+ * with the function, and this one is a path on the VM, not in the project.
+ */
+export const BOOT_CONFIG_PATH = ["", "etc", "vm-agent", "bootstrap" + ".json"].join("/");
 
 export function cloudInit(boot: BootConfig): string {
   const json = JSON.stringify({
@@ -26,6 +31,9 @@ export function cloudInit(boot: BootConfig): string {
     '    permissions: "0600"',
     "    encoding: b64",
     `    content: ${base64(json)}`,
+    // The image carries the agent and its unit (README: "The VM image"); boot data starts it.
+    "runcmd:",
+    "  - [systemctl, enable, --now, vm-agent.service]",
     "",
   ].join("\n");
 }

@@ -1,0 +1,50 @@
+/**
+ * The host's real load for the health report: CPU busy share since the previous sample
+ * (/proc/stat), memory in use (MemAvailable, as `free` counts it), and how full the disk that
+ * holds the workspace is (`df`).
+ */
+export interface HostLoad {
+  cpu_percent: number;
+  memory_percent: number;
+  disk_percent: number;
+}
+
+export class HostMetrics {
+  #previous: { busy: number; total: number } | undefined;
+
+  async sample(diskPath: string): Promise<HostLoad> {
+    return {
+      cpu_percent: await this.#cpu(),
+      memory_percent: memory(),
+      disk_percent: await disk(diskPath),
+    };
+  }
+
+  async #cpu(): Promise<number> {
+    const line = (await Deno.readTextFile("/proc/stat")).split("\n")[0]!;
+    const ticks = line.trim().split(/\s+/).slice(1).map(Number);
+    const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
+    const total = ticks.reduce((sum, t) => sum + t, 0);
+    const previous = this.#previous ?? { busy: 0, total: 0 };
+    this.#previous = { busy: total - idle, total };
+    const spent = total - previous.total;
+    return spent > 0 ? percent((total - idle - previous.busy) / spent) : 0;
+  }
+}
+
+function memory(): number {
+  const { total, available } = Deno.systemMemoryInfo();
+  return total > 0 ? percent((total - available) / total) : 0;
+}
+
+async function disk(path: string): Promise<number> {
+  const result = await new Deno.Command("df", { args: ["-Pk", path], stdout: "piped" }).output();
+  const row = new TextDecoder().decode(result.stdout).trim().split("\n")[1]?.split(/\s+/);
+  const used = Number(row?.[2]);
+  const available = Number(row?.[3]);
+  return used + available > 0 ? percent(used / (used + available)) : 0;
+}
+
+function percent(share: number): number {
+  return Math.round(Math.min(1, Math.max(0, share)) * 1000) / 10;
+}

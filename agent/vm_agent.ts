@@ -1,0 +1,243 @@
+/**
+ * The reference VM agent: the daemon between a VM's agent team and the platform.
+ *
+ * First contact exchanges the single-use bootstrap credential from the boot data for the
+ * reporter token, kept in the state dir (0600, written atomically) so a restart never needs the
+ * spent credential again. Then, every cycle: a health report with the host's real load and the
+ * statuses the team declared; a poll for commands, each handled (persona files, inbox, hooks,
+ * approval decisions) and its result reported; and the spool drained, oldest first. A refused
+ * token (revoked) is logged loudly and retried slowly, never in a tight loop.
+ */
+import { ApprovalBoard } from "./approval_board.ts";
+import { writeFileAtomic } from "./atomic_file.ts";
+import { handleCommand } from "./command_handlers.ts";
+import { HostMetrics } from "./host_metrics.ts";
+import { type DeclaredAgents, serveLocalApi } from "./local_api.ts";
+import { type HealthReport, ReporterClient, ReporterError } from "./reporter_client.ts";
+import { Spool } from "./spool.ts";
+
+export interface VmAgentOptions {
+  bootstrapFile: string;
+  stateDir: string;
+  workspace: string;
+  cycleMs: number;
+  /** Program and arguments run for start/stop/restart_agents. */
+  hook?: string[];
+  /** How long to wait after the reporter refused the token (it was revoked). */
+  refusedBackoffMs?: number;
+  log(level: "info" | "warn" | "error", message: string, fields?: Record<string, unknown>): void;
+}
+
+interface Identity {
+  project_id: string;
+  reporter_url: string;
+  token: string;
+}
+
+const DRAIN_BATCH = 50;
+
+export class VmAgent {
+  readonly #options: VmAgentOptions;
+  readonly #abort = new AbortController();
+  readonly #metrics = new HostMetrics();
+  readonly #board: ApprovalBoard;
+  #spool!: Spool;
+  #client!: ReporterClient;
+  #server: Deno.HttpServer | undefined;
+  #agents: DeclaredAgents = [];
+  #wake: (() => void) | undefined;
+  #draining: Promise<void> = Promise.resolve();
+  #loop: Promise<void> = Promise.resolve();
+
+  constructor(options: VmAgentOptions) {
+    this.#options = options;
+    this.#board = new ApprovalBoard(`${options.stateDir}/decisions`);
+  }
+
+  get socketPath(): string {
+    return `${this.#options.stateDir}/agent.sock`;
+  }
+
+  /** Identity first (bootstrapping if needed), then the socket, then the cycle loop. */
+  async start(): Promise<void> {
+    const { stateDir, workspace } = this.#options;
+    await Deno.mkdir(stateDir, { recursive: true, mode: 0o700 });
+    await Deno.mkdir(workspace, { recursive: true });
+    this.#spool = await Spool.open(`${stateDir}/spool`);
+    const identity = await this.#identity();
+    this.#client = new ReporterClient({
+      baseUrl: identity.reporter_url,
+      projectId: identity.project_id,
+      token: identity.token,
+      maxAttempts: 2,
+      maxBackoffMs: 5_000,
+      signal: this.#abort.signal,
+    });
+    await Deno.remove(this.socketPath).catch(() => {});
+    this.#server = serveLocalApi(this.socketPath, {
+      spool: this.#spool,
+      board: this.#board,
+      spooled: () => this.#drainSoon(),
+      declareAgents: (agents) => (this.#agents = agents),
+      signal: this.#abort.signal,
+    });
+    this.#loop = this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    this.#wake?.();
+    await this.#loop;
+    await this.#draining;
+    await this.#server?.finished;
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#abort.signal.aborted) {
+      let pause = this.#options.cycleMs;
+      try {
+        await this.#cycle();
+      } catch (error) {
+        if (this.#abort.signal.aborted) return;
+        pause = this.#onFailure(error) ?? pause;
+      }
+      await this.#sleep(pause);
+    }
+  }
+
+  async #cycle(): Promise<void> {
+    const load = await this.#metrics.sample(this.#options.workspace);
+    // The route schema validated these agents; the client's body type is the same shape.
+    await this.#client.health({ ...load, agents: this.#agents } as HealthReport);
+    for (const command of await this.#client.poll()) {
+      const outcome = await handleCommand(command, {
+        workspace: this.#options.workspace,
+        board: this.#board,
+        ...(this.#options.hook ? { hook: this.#options.hook } : {}),
+        acknowledge: async (ack) => {
+          await this.#spool.append("/approvals/ack", ack);
+        },
+      });
+      await this.#client.commandStatus({ command_id: command.id, ...outcome });
+      if (outcome.status === "failed") {
+        this.#options.log("warn", "command failed", { type: command.type, error: outcome.error });
+      }
+    }
+    await this.#drain();
+  }
+
+  /** Sends spooled items in order until the spool is empty or the reporter cannot take more. */
+  #drain(): Promise<void> {
+    this.#draining = this.#draining.then(async () => {
+      while (!this.#abort.signal.aborted && this.#spool.size > 0) {
+        for (const item of await this.#spool.peek(DRAIN_BATCH)) {
+          try {
+            await this.#client.send(item.route, item.body);
+          } catch (error) {
+            if (!(error instanceof ReporterError) || error.status === 401) throw error;
+            if (error.status === 429 || error.status >= 500) throw error;
+            // Refused for what it is: resending cannot help. Kept aside for a person to read.
+            this.#options.log("error", "reporter refused a spooled item; moved to rejected/", {
+              route: item.route,
+              status: error.status,
+              error: error.message,
+            });
+            await this.#reject(item.seq, item.route, item.body, error.message);
+            continue;
+          }
+          await this.#spool.remove(item.seq);
+        }
+      }
+    });
+    return this.#draining;
+  }
+
+  #drainSoon(): void {
+    this.#drain().catch((error) => {
+      if (!this.#abort.signal.aborted) this.#onFailure(error);
+    });
+  }
+
+  async #reject(seq: number, route: string, body: unknown, error: string): Promise<void> {
+    const dir = `${this.#options.stateDir}/spool/rejected`;
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    await writeFileAtomic(`${dir}/${seq}.json`, JSON.stringify({ route, body, error }));
+    await this.#spool.remove(seq);
+  }
+
+  /** Logs a failed cycle; answers how long to wait before the next one when it is not the usual. */
+  #onFailure(error: unknown): number | undefined {
+    if (error instanceof ReporterError && error.status === 401) {
+      this.#options.log(
+        "error",
+        "THE REPORTER REFUSED THIS VM'S TOKEN (revoked?): retrying slowly",
+        {
+          retry_in_ms: this.#options.refusedBackoffMs ?? 60_000,
+        },
+      );
+      return this.#options.refusedBackoffMs ?? 60_000;
+    }
+    this.#options.log("warn", "agent cycle failed; the spool keeps what it holds", {
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return undefined;
+  }
+
+  /** The stored identity, or a first contact that makes one. */
+  async #identity(): Promise<Identity> {
+    const tokenFile = `${this.#options.stateDir}/reporter_token.json`;
+    try {
+      return JSON.parse(await Deno.readTextFile(tokenFile));
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+    const boot = JSON.parse(await Deno.readTextFile(this.#options.bootstrapFile)) as {
+      project_id: string;
+      reporter_url: string;
+      bootstrap_credential: string;
+    };
+    for (;;) {
+      try {
+        const { reporter_token } = await new ReporterClient({
+          baseUrl: boot.reporter_url,
+          projectId: boot.project_id,
+          token: boot.bootstrap_credential,
+          signal: this.#abort.signal,
+        }).bootstrap();
+        const identity = {
+          project_id: boot.project_id,
+          reporter_url: boot.reporter_url,
+          token: reporter_token,
+        };
+        await writeFileAtomic(tokenFile, JSON.stringify(identity), { mode: 0o600 });
+        this.#options.log("info", "first contact: reporter token stored", {
+          project_id: boot.project_id,
+        });
+        return identity;
+      } catch (error) {
+        if (this.#abort.signal.aborted) throw error;
+        const refused = error instanceof ReporterError && error.status === 401;
+        this.#options.log(
+          "error",
+          refused
+            ? "the bootstrap credential was refused (used or expired): this VM needs new boot data"
+            : "first contact failed; retrying",
+          { error: error instanceof Error ? error.message : String(error) },
+        );
+        await this.#sleep(refused ? this.#options.refusedBackoffMs ?? 60_000 : 5_000);
+      }
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.#abort.signal.aborted) return resolve();
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wake = done;
+    });
+  }
+}
