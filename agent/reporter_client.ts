@@ -1,112 +1,49 @@
 /**
  * A client for the VM Reporter, the way a VM's agent runtime calls it: one method per route,
- * bodies typed as contract §3 pins them, retries where retrying is right (429 after its
- * Retry-After, 5xx and network failures with backoff) and never where it is not (4xx). Used by
- * the local driver's simulated agents; written to become the reference VM agent's client.
+ * bodies and answers typed by the route schemas (vm-reporter/contract.ts), retries where retrying
+ * is right (429 after its Retry-After, 5xx and network failures with backoff) and never where it
+ * is not (4xx). Used by the local driver's simulated agents; written to become the reference VM
+ * agent's client.
  */
 
-export type AgentState = "active" | "idle" | "error";
+import type {
+  AgentMessage,
+  ApprovalAck,
+  ApprovalAckAnswer,
+  ApprovalAnswer,
+  ApprovalRequest,
+  AuditEvent,
+  BatchAnswer,
+  BootstrapAnswer,
+  CliSession,
+  Command,
+  CommandStatusAnswer,
+  CommandStatusReport,
+  ConflictReport,
+  HealthAnswer,
+  HealthReport,
+  ProductivityMetrics,
+  RecordedAnswer,
+  TaskMetrics,
+} from "../supabase/functions/vm-reporter/contract.ts";
 
-export interface HealthReport {
-  cpu_percent: number;
-  memory_percent: number;
-  disk_percent: number;
-  agents: {
-    name: string;
-    status: AgentState;
-    current_task?: string;
-    last_activity_at?: string;
-    error?: string;
-  }[];
-  reported_at?: string;
-}
-
-export interface AgentMessage {
-  id?: string;
-  agent: string;
-  content: string;
-  created_at?: string;
-}
-
-export interface AuditEvent {
-  id?: string;
-  agent?: string;
-  action: string;
-  severity?: "debug" | "info" | "warn" | "error";
-  details?: Record<string, unknown>;
-  occurred_at?: string;
-}
-
-export interface ConflictReport {
-  branch?: string;
-  conflicts_detected: number;
-  conflicts_resolved: number;
-  sync_attempts: number;
-  sync_failures: number;
-  last_sync_at?: string;
-  details?: Record<string, unknown>;
-}
-
-export interface TaskMetrics {
-  agent?: string;
-  period_start?: string;
-  period_end?: string;
-  assigned: number;
-  completed: number;
-  failed: number;
-  drifted: number;
-}
-
-export interface ProductivityMetrics {
-  agent: string;
-  period_start?: string;
-  period_end?: string;
-  commits?: number;
-  prs_opened?: number;
-  prs_merged?: number;
-  lines_added?: number;
-  lines_removed?: number;
-  active_minutes?: number;
-}
-
-export interface CliSession {
-  session_id: string;
-  agent: string;
-  model: string;
-  started_at: string;
-  ended_at?: string;
-  input_tokens?: number;
-  output_tokens?: number;
-  cost_usd?: number;
-  exit_status?: string | number;
-}
-
-export type CommandType =
-  | "start_agents"
-  | "stop_agents"
-  | "restart_agents"
-  | "deliver_message"
-  | "update_persona_files"
-  | "approval_decision";
-
-export interface Command {
-  id: string;
-  type: CommandType;
-  payload: Record<string, unknown>;
-  created_at: string;
-  expires_at: string;
-  attempt: number;
-}
-
-export interface ApprovalRequest {
-  request_id: string;
-  agent: string;
-  action: string;
-  description: string;
-  risk?: "low" | "medium" | "high";
-  details?: Record<string, unknown>;
-  expires_in_seconds?: number;
-}
+// The bodies are inferred from the route schemas (one source of truth), re-exported under the
+// names this client has always used.
+export type {
+  AgentMessage,
+  AgentState,
+  ApprovalAck,
+  ApprovalRequest,
+  AuditEvent,
+  CliSession,
+  Command,
+  CommandStatusReport,
+  CommandType,
+  ConflictReport,
+  HealthReport,
+  ProductivityMetrics,
+  TaskMetrics,
+} from "../supabase/functions/vm-reporter/contract.ts";
 
 /** The reporter refused the request (4xx other than 429): retrying the same body will not help. */
 export class ReporterError extends Error {
@@ -146,50 +83,41 @@ export class ReporterClient {
    * client with it as `token`) for the reporter token that every other call presents.
    */
   bootstrap() {
-    return this.#post<{ project_id: string; reporter_token: string }>("/bootstrap", {});
+    return this.#post<BootstrapAnswer>("/bootstrap", {});
   }
 
   health(report: HealthReport) {
-    return this.#post<{ project_status: string; health_status: string }>("/health", report);
+    return this.#post<HealthAnswer>("/health", report);
   }
   messages(messages: AgentMessage[]) {
-    return this.#post<{ accepted: number }>("/messages", { messages });
+    return this.#post<BatchAnswer>("/messages", { messages });
   }
   audit(events: AuditEvent[]) {
-    return this.#post<{ accepted: number }>("/audit", { events });
+    return this.#post<BatchAnswer>("/audit", { events });
   }
   conflicts(report: ConflictReport) {
-    return this.#post<{ recorded: true }>("/conflicts", report);
+    return this.#post<RecordedAnswer>("/conflicts", report);
   }
   taskMetrics(metrics: TaskMetrics) {
-    return this.#post<{ recorded: true }>("/metrics/tasks", metrics);
+    return this.#post<RecordedAnswer>("/metrics/tasks", metrics);
   }
   productivity(metrics: ProductivityMetrics) {
-    return this.#post<{ recorded: true }>("/metrics/productivity", metrics);
+    return this.#post<RecordedAnswer>("/metrics/productivity", metrics);
   }
   cliSessions(sessions: CliSession[]) {
-    return this.#post<{ accepted: number }>("/metrics/cli-sessions", { sessions });
+    return this.#post<BatchAnswer>("/metrics/cli-sessions", { sessions });
   }
   async poll(max = 10): Promise<Command[]> {
     return (await this.#post<{ commands: Command[] }>("/commands/poll", { max })).commands;
   }
-  commandStatus(report: {
-    command_id: string;
-    status: "running" | "succeeded" | "failed";
-    result?: Record<string, unknown>;
-    error?: string;
-  }) {
-    return this.#post<{ command_id: string; status: string }>("/commands/status", report);
+  commandStatus(report: CommandStatusReport) {
+    return this.#post<CommandStatusAnswer>("/commands/status", report);
   }
   requestApproval(request: ApprovalRequest) {
-    return this.#post<{ approval_id: string; status: string }>("/approvals", request);
+    return this.#post<ApprovalAnswer>("/approvals", request);
   }
-  acknowledgeApproval(ack: {
-    approval_id: string;
-    outcome: "executed" | "skipped" | "failed";
-    details?: Record<string, unknown>;
-  }) {
-    return this.#post<{ approval_id: string; status: string }>("/approvals/ack", ack);
+  acknowledgeApproval(ack: ApprovalAck) {
+    return this.#post<ApprovalAckAnswer>("/approvals/ack", ack);
   }
 
   /** Any route by its path, with the body as the agent team handed it over (spool drains). */
