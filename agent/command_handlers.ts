@@ -10,11 +10,13 @@ import { writeFileAtomic } from "./atomic_file.ts";
 export const PERSONA_FILES = ["SOUL.md", "AGENTS.md", "COORDINATION.md"] as const;
 const OUTPUT_TAIL = 2_000;
 
+/** What start/stop/restart_agents do: the team's own control (a program on a real VM). */
+export type AgentHook = (type: string, agents: string[]) => Promise<CommandOutcome>;
+
 export interface CommandContext {
   workspace: string;
   board: ApprovalBoard;
-  /** Runs for start/stop/restart_agents with the type and agent names as arguments. */
-  hook?: string[];
+  hook?: AgentHook;
   /** Acknowledges a decision nobody will act on (rejected or expired): spooled like any report. */
   acknowledge(ack: { approval_id: string; outcome: "skipped"; details: object }): Promise<void>;
 }
@@ -59,8 +61,13 @@ export async function handleCommand(
     }
     case "start_agents":
     case "stop_agents":
-    case "restart_agents":
-      return await runHook(command.type, payload, ctx.hook);
+    case "restart_agents": {
+      if (!ctx.hook) {
+        return { status: "failed", error: "No agent hook is configured on this VM (--hook)" };
+      }
+      const agents = Array.isArray(payload.agents) ? payload.agents.map(String) : [];
+      return await ctx.hook(command.type, agents);
+    }
     default:
       return {
         status: "failed",
@@ -71,30 +78,23 @@ export async function handleCommand(
   }
 }
 
-async function runHook(
-  type: string,
-  payload: Record<string, unknown>,
-  hook: string[] | undefined,
-): Promise<CommandOutcome> {
-  if (!hook?.length) {
-    return { status: "failed", error: "No agent hook is configured on this VM (--hook)" };
-  }
-  const agents = Array.isArray(payload.agents) ? payload.agents.map(String) : [];
-  const [program, ...args] = hook as [string, ...string[]];
-  try {
-    const result = await new Deno.Command(program, {
-      args: [...args, type, ...agents],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const output = new TextDecoder().decode(result.stdout) +
-      new TextDecoder().decode(result.stderr);
-    const details = { exit_code: result.code, output_tail: output.slice(-OUTPUT_TAIL) };
-    return result.success
-      ? { status: "succeeded", result: details }
-      : { status: "failed", error: `The hook exited with ${result.code}`, result: details };
-  } catch (error) {
-    return { status: "failed", error: `The hook could not run: ${(error as Error).message}` };
-  }
-}
+/** A hook that runs `program [args...] <type> [agent...]`: its exit status and output tail. */
+export const programHook =
+  (program: string, ...args: string[]): AgentHook => async (type, agents) => {
+    try {
+      const result = await new Deno.Command(program, {
+        args: [...args, type, ...agents],
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const output = new TextDecoder().decode(result.stdout) +
+        new TextDecoder().decode(result.stderr);
+      const details = { exit_code: result.code, output_tail: output.slice(-OUTPUT_TAIL) };
+      return result.success
+        ? { status: "succeeded", result: details }
+        : { status: "failed", error: `The hook exited with ${result.code}`, result: details };
+    } catch (error) {
+      return { status: "failed", error: `The hook could not run: ${(error as Error).message}` };
+    }
+  };

@@ -9,14 +9,21 @@ export interface HostLoad {
   disk_percent: number;
 }
 
+/** Disk fullness changes slowly; `df` is a process, so it runs at most this often. */
+const DISK_SAMPLE_MS = 60_000;
+
 export class HostMetrics {
   #previous: { busy: number; total: number } | undefined;
+  #disk: { percent: number; at: number } | undefined;
 
   async sample(diskPath: string): Promise<HostLoad> {
+    if (!this.#disk || Date.now() - this.#disk.at > DISK_SAMPLE_MS) {
+      this.#disk = { percent: await disk(diskPath), at: Date.now() };
+    }
     return {
       cpu_percent: await this.#cpu(),
       memory_percent: memory(),
-      disk_percent: await disk(diskPath),
+      disk_percent: this.#disk.percent,
     };
   }
 

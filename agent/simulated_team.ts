@@ -1,29 +1,49 @@
 /**
- * A simulated team of agents for the local compute driver. It drives the real reporter the way
- * a VM does on each agent cycle: health, chat, audit trail, git sync, metrics, a CLI session,
- * then the command queue (acting on what it gets and reporting the result) and, now and then,
- * a request for approval. Its numbers are invented; its traffic is not.
+ * A simulated team of agents for the local compute driver, a client of its VM's agent as a real
+ * team is: on each cycle it declares its agents' statuses (for the agent's health report) and
+ * hands over chat, audit trail, git sync, metrics or a CLI session through the agent's socket;
+ * it reads the messages the agent delivered to its inbox; now and then it asks for approval and
+ * acknowledges what it did with an approved one. Its numbers are invented; its traffic is not.
  */
-import type { AgentState, Command, ReporterClient } from "./reporter_client.ts";
+import type { AgentHook } from "./command_handlers.ts";
+import type { AgentState } from "./reporter_client.ts";
+import type { AgentSocket } from "./socket_client.ts";
 
 const AGENTS = ["lead", "builder", "reviewer"] as const;
 const MODELS = ["claude-sonnet-4-5", "claude-haiku-4-5"] as const;
 const APPROVAL_EVERY_CYCLES = 5;
 
 export class SimulatedTeam {
-  readonly #client: ReporterClient;
+  readonly #socket: AgentSocket;
+  readonly #workspace: string;
   readonly #states = new Map<string, AgentState>(AGENTS.map((name) => [name, "active"]));
+  /** Approvals asked for and not yet acted on, by request id. */
+  readonly #pending = new Set<string>();
   #cycle = 0;
 
-  constructor(client: ReporterClient) {
-    this.#client = client;
+  constructor(socket: AgentSocket, workspace: string) {
+    this.#socket = socket;
+    this.#workspace = workspace;
   }
 
-  /** The first report after boot: it takes the project out of `initializing`. */
+  /** start/stop/restart_agents as the VM agent's hook: the agents' statuses change. */
+  readonly hook: AgentHook = (type, agents) => {
+    const names = agents.length ? agents : [...AGENTS];
+    for (const name of names) {
+      if (this.#states.has(name)) {
+        this.#states.set(name, type === "stop_agents" ? "idle" : "active");
+      }
+    }
+    return Promise.resolve({ status: "succeeded", result: { agents: names } });
+  };
+
+  /** After boot: the agents are up, and the agent's next health report says so. */
   async boot(): Promise<void> {
     for (const name of AGENTS) this.#states.set(name, "active");
-    await this.#client.health(this.#health());
-    await this.#client.audit([{ agent: "lead", action: "vm_booted", severity: "info" }]);
+    await this.#declare();
+    await this.#send("/audit", {
+      events: [{ agent: "lead", action: "vm_booted", severity: "info" }],
+    });
   }
 
   async cycle(): Promise<void> {
@@ -35,27 +55,22 @@ export class SimulatedTeam {
     const inputTokens = 20_000 + (n % 10) * 1_000;
     const outputTokens = 2_000 + (n % 5) * 500;
 
-    await this.#client.health(this.#health(worker, task));
-    // One kind of telemetry per cycle, in turn: real cycles last minutes and send everything,
-    // simulated ones last seconds and must stay within the project's rate budget.
-    const telemetry = [
-      () =>
-        this.#client.messages([
-          { id: crypto.randomUUID(), agent: worker, content: `Picked up ${task}.` },
-        ]),
-      () =>
-        this.#client.audit([
-          { id: crypto.randomUUID(), agent: worker, action: "task_started", details: { task } },
+    await this.#declare(worker, task);
+    const telemetry: [string, unknown][] = [
+      ["/messages", { messages: [{ agent: worker, content: `Picked up ${task}.` }] }],
+      ["/audit", {
+        events: [
+          { agent: worker, action: "task_started", details: { task } },
           {
-            id: crypto.randomUUID(),
             agent: worker,
             action: "commit_pushed",
             severity: n % 7 === 0 ? "warn" : "info",
             details: { task, branch: `agents/${worker}` },
           },
-        ]),
-      () =>
-        this.#client.cliSessions([{
+        ],
+      }],
+      ["/metrics/cli-sessions", {
+        sessions: [{
           session_id: `${worker}-${n}-${now.getTime()}`,
           agent: worker,
           model: MODELS[n % MODELS.length]!,
@@ -64,109 +79,113 @@ export class SimulatedTeam {
           input_tokens: inputTokens,
           output_tokens: outputTokens,
           cost_usd: Math.round((inputTokens * 3 + outputTokens * 15) / 1_000) / 1_000,
-          exit_status: 0,
-        }]),
-      () =>
-        this.#client.taskMetrics({
-          agent: worker,
-          period_start: periodStart,
-          period_end: now.toISOString(),
-          assigned: 1,
-          completed: n % 5 === 0 ? 0 : 1,
-          failed: n % 5 === 0 ? 1 : 0,
-          drifted: 0,
-        }),
-      () =>
-        this.#client.productivity({
-          agent: worker,
-          period_start: periodStart,
-          period_end: now.toISOString(),
-          commits: 1 + (n % 3),
-          prs_opened: n % 4 === 0 ? 1 : 0,
-          prs_merged: n % 6 === 0 ? 1 : 0,
-          lines_added: 20 + n % 50,
-          lines_removed: n % 20,
-          active_minutes: 10,
-        }),
-      () =>
-        this.#client.conflicts({
-          branch: "main",
-          conflicts_detected: n % 4 === 0 ? 1 : 0,
-          conflicts_resolved: n % 4 === 0 ? 1 : 0,
-          sync_attempts: 1,
-          sync_failures: 0,
-          last_sync_at: now.toISOString(),
-        }),
+          exit_status: "0",
+        }],
+      }],
+      ["/metrics/tasks", {
+        agent: worker,
+        period_start: periodStart,
+        period_end: now.toISOString(),
+        assigned: 1,
+        completed: n % 5 === 0 ? 0 : 1,
+        failed: n % 5 === 0 ? 1 : 0,
+        drifted: 0,
+      }],
+      ["/metrics/productivity", {
+        agent: worker,
+        period_start: periodStart,
+        period_end: now.toISOString(),
+        commits: 1 + (n % 3),
+        prs_opened: n % 4 === 0 ? 1 : 0,
+        prs_merged: n % 6 === 0 ? 1 : 0,
+        lines_added: 20 + n % 50,
+        lines_removed: n % 20,
+        active_minutes: 10,
+      }],
+      ["/conflicts", {
+        branch: "main",
+        conflicts_detected: n % 4 === 0 ? 1 : 0,
+        conflicts_resolved: n % 4 === 0 ? 1 : 0,
+        sync_attempts: 1,
+        sync_failures: 0,
+        last_sync_at: now.toISOString(),
+      }],
     ];
-    await telemetry[(n - 1) % telemetry.length]!();
-
-    for (const command of await this.#client.poll(10)) await this.#execute(command);
+    const [route, body] = telemetry[(n - 1) % telemetry.length]!;
+    await this.#send(route, body);
+    await this.#readInbox();
+    await this.#actOnDecisions();
 
     if (n % APPROVAL_EVERY_CYCLES === 0) {
-      await this.#client.requestApproval({
-        request_id: `deploy-${n}`,
+      const requestId = `deploy-${n}-${now.getTime()}`;
+      await this.#send("/approvals", {
+        request_id: requestId,
         agent: "lead",
         action: "merge_to_main",
         description: `Merge the work of ${task} into main`,
         risk: "medium",
         details: { task },
       });
+      this.#pending.add(requestId);
     }
   }
 
-  async #execute(command: Command): Promise<void> {
-    const agents = (command.payload.agents as string[] | undefined) ?? [...AGENTS];
-    switch (command.type) {
-      case "start_agents":
-      case "restart_agents":
-        for (const name of agents) if (this.#states.has(name)) this.#states.set(name, "active");
-        break;
-      case "stop_agents":
-        for (const name of agents) if (this.#states.has(name)) this.#states.set(name, "idle");
-        break;
-      case "deliver_message":
-        await this.#client.audit([{
-          agent: "lead",
-          action: "message_received",
-          details: { message_id: command.payload.message_id },
-        }]);
-        break;
-      case "update_persona_files":
-        await this.#client.audit([{
-          agent: "lead",
-          action: "persona_file_updated",
-          details: { name: command.payload.name, version: command.payload.version },
-        }]);
-        break;
-      case "approval_decision": {
-        const approved = command.payload.decision === "approved";
-        await this.#client.acknowledgeApproval({
-          approval_id: String(command.payload.approval_id),
-          outcome: approved ? "executed" : "skipped",
-        });
-        break;
-      }
-    }
-    await this.#client.commandStatus({
-      command_id: command.id,
-      status: "succeeded",
-      result: { handled: command.type },
-    });
-  }
-
-  #health(worker?: string, task?: string) {
+  /** The statuses the agent's next health report carries. */
+  async #declare(worker?: string, task?: string): Promise<void> {
     const now = new Date().toISOString();
-    return {
-      cpu_percent: 10 + Math.round(Math.random() * 50),
-      memory_percent: 30 + Math.round(Math.random() * 30),
-      disk_percent: 40,
+    await this.#send("/agents", {
       agents: [...this.#states].map(([name, status]) => ({
         name,
         status,
         ...(name === worker && task ? { current_task: task } : {}),
         last_activity_at: now,
       })),
-      reported_at: now,
-    };
+    });
+  }
+
+  /** Messages from the Chat tab: read, noted in the audit trail, consumed. */
+  async #readInbox(): Promise<void> {
+    const inbox = `${this.#workspace}/inbox`;
+    const names: string[] = [];
+    try {
+      for await (const entry of Deno.readDir(inbox)) {
+        if (entry.isFile && entry.name.endsWith(".json")) names.push(entry.name);
+      }
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return;
+      throw error;
+    }
+    for (const name of names) {
+      const message = JSON.parse(await Deno.readTextFile(`${inbox}/${name}`));
+      await this.#send("/audit", {
+        events: [{
+          agent: "lead",
+          action: "message_received",
+          details: { message_id: message.id },
+        }],
+      });
+      await Deno.remove(`${inbox}/${name}`);
+    }
+  }
+
+  /** An approved request is carried out and acknowledged (the agent acknowledges the others). */
+  async #actOnDecisions(): Promise<void> {
+    for (const requestId of this.#pending) {
+      const { status, body } = await this.#socket.get(
+        `/approvals/${encodeURIComponent(requestId)}`,
+      );
+      if (status !== 200) continue;
+      this.#pending.delete(requestId);
+      if (body.decision === "approved") {
+        await this.#send("/approvals/ack", { approval_id: body.approval_id, outcome: "executed" });
+      }
+    }
+  }
+
+  async #send(path: string, body: unknown): Promise<void> {
+    const answer = await this.#socket.post(path, body);
+    if (answer.status >= 300) {
+      throw new Error(`The VM agent refused ${path} (${answer.status}): ${answer.body.error}`);
+    }
   }
 }

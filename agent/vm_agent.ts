@@ -10,7 +10,7 @@
  */
 import { ApprovalBoard } from "./approval_board.ts";
 import { writeFileAtomic } from "./atomic_file.ts";
-import { handleCommand } from "./command_handlers.ts";
+import { type AgentHook, handleCommand } from "./command_handlers.ts";
 import { HostMetrics } from "./host_metrics.ts";
 import { type DeclaredAgents, serveLocalApi } from "./local_api.ts";
 import { type HealthReport, ReporterClient, ReporterError } from "./reporter_client.ts";
@@ -21,8 +21,8 @@ export interface VmAgentOptions {
   stateDir: string;
   workspace: string;
   cycleMs: number;
-  /** Program and arguments run for start/stop/restart_agents. */
-  hook?: string[];
+  /** What start/stop/restart_agents do (scripts/agent.ts: a program, --hook). */
+  hook?: AgentHook;
   /** How long to wait after the reporter refused the token (it was revoked). */
   refusedBackoffMs?: number;
   log(level: "info" | "warn" | "error", message: string, fields?: Record<string, unknown>): void;
@@ -35,6 +35,7 @@ interface Identity {
 }
 
 const DRAIN_BATCH = 50;
+const HEALTH_GRACE_CYCLES = 3;
 
 export class VmAgent {
   readonly #options: VmAgentOptions;
@@ -44,7 +45,8 @@ export class VmAgent {
   #spool!: Spool;
   #client!: ReporterClient;
   #server: Deno.HttpServer | undefined;
-  #agents: DeclaredAgents = [];
+  #agents: DeclaredAgents | undefined;
+  #cycles = 0;
   #wake: (() => void) | undefined;
   #draining: Promise<void> = Promise.resolve();
   #loop: Promise<void> = Promise.resolve();
@@ -78,7 +80,11 @@ export class VmAgent {
       spool: this.#spool,
       board: this.#board,
       spooled: () => this.#drainSoon(),
-      declareAgents: (agents) => (this.#agents = agents),
+      declareAgents: (agents) => {
+        const first = this.#agents === undefined;
+        this.#agents = agents;
+        if (first) this.#wake?.(); // the health report the project waits for goes out now
+      },
       signal: this.#abort.signal,
     });
     this.#loop = this.#run();
@@ -106,9 +112,13 @@ export class VmAgent {
   }
 
   async #cycle(): Promise<void> {
-    const load = await this.#metrics.sample(this.#options.workspace);
-    // The route schema validated these agents; the client's body type is the same shape.
-    await this.#client.health({ ...load, agents: this.#agents } as HealthReport);
+    // The project stays `initializing` until its team has said how its agents are, for a few
+    // cycles at most: a team that never does is reported as what it is, no agents (unhealthy).
+    if (this.#agents !== undefined || ++this.#cycles > HEALTH_GRACE_CYCLES) {
+      const load = await this.#metrics.sample(this.#options.workspace);
+      // The route schema validated these agents; the client's body type is the same shape.
+      await this.#client.health({ ...load, agents: this.#agents ?? [] } as HealthReport);
+    }
     for (const command of await this.#client.poll()) {
       const outcome = await handleCommand(command, {
         workspace: this.#options.workspace,
@@ -183,19 +193,25 @@ export class VmAgent {
     return undefined;
   }
 
-  /** The stored identity, or a first contact that makes one. */
+  /**
+   * Who this VM is and where the platform is come from the boot data (authoritative: a moved
+   * reporter arrives with new boot data); the token from the state dir, or a first contact.
+   */
   async #identity(): Promise<Identity> {
-    const tokenFile = `${this.#options.stateDir}/reporter_token.json`;
-    try {
-      return JSON.parse(await Deno.readTextFile(tokenFile));
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-    }
     const boot = JSON.parse(await Deno.readTextFile(this.#options.bootstrapFile)) as {
       project_id: string;
       reporter_url: string;
       bootstrap_credential: string;
     };
+    const tokenFile = `${this.#options.stateDir}/reporter_token.json`;
+    try {
+      const stored = JSON.parse(await Deno.readTextFile(tokenFile)) as Identity;
+      if (stored.project_id === boot.project_id) {
+        return { ...stored, reporter_url: boot.reporter_url };
+      }
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
     for (;;) {
       try {
         const { reporter_token } = await new ReporterClient({

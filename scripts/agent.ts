@@ -5,6 +5,7 @@
  * --hook <program> run for start/stop/restart_agents, --cycle-ms <ms> (default 30000).
  */
 import { parseArgs } from "node:util";
+import { programHook } from "../agent/command_handlers.ts";
 import { VmAgent } from "../agent/vm_agent.ts";
 import { BOOT_CONFIG_PATH } from "../supabase/functions/_shared/compute/cloud_init.ts";
 
@@ -29,7 +30,7 @@ const agent = new VmAgent({
   stateDir: values["state-dir"],
   workspace: values.workspace,
   cycleMs,
-  ...(values.hook ? { hook: [values.hook] } : {}),
+  ...(values.hook ? { hook: programHook(values.hook) } : {}),
   log: (level, msg, fields = {}) => {
     const line = JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields });
     if (level === "info") console.log(line);

@@ -39,7 +39,11 @@ const services = await createServices(config, {
   onProvision: (vm, boot) => fleet?.launch(vm.projectId, boot.bootstrapCredential),
 });
 if (config.computeDriver === "local") {
-  fleet = new LocalFleet({ ...services, cycleMs: config.local.agentCycleMs });
+  fleet = new LocalFleet({
+    ...services,
+    cycleMs: config.local.agentCycleMs,
+    vmRoot: config.local.vmRoot,
+  });
 }
 const reconciler = startReconcileLoop(services, config.reconcileIntervalMs);
 

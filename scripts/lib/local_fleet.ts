@@ -1,16 +1,20 @@
 /**
- * The agents of the local driver's simulated VMs. Each VM that has been handed its reporter
- * token gets a runner that watches the VM's power state like the VM's own init system would:
- * when the VM comes up it boots the team (a first health report), then runs one agent cycle every
- * LOCAL_AGENT_CYCLE_MS while the VM runs; it pauses while the VM is stopped and ends when the VM
- * is gone or its token is refused.
+ * The local driver's simulated VMs run what a real VM runs: the reference VM agent
+ * (agent/vm_agent.ts, in this process to stay cheap with many VMs) and, as its agent team, a
+ * simulated team that talks to it over its Unix socket. Each VM has its directories under
+ * `${LOCAL_VM_ROOT}/<project_id>/` (contract §7): `bootstrap.json` (its boot data), `state/`
+ * (token, spool, socket) and `workspace/` (persona files, inbox). A runner watches the VM's power
+ * state like its init system would: agent and team start when it runs, stop when it stops, and
+ * its directories go when it is gone. A restart keeps the token in `state/`, as a reboot does.
  */
-import { ReporterClient, ReporterError } from "../../agent/reporter_client.ts";
+import { AgentSocket } from "../../agent/socket_client.ts";
 import { SimulatedTeam } from "../../agent/simulated_team.ts";
+import { VmAgent } from "../../agent/vm_agent.ts";
 import type { Compute } from "../../supabase/functions/_shared/compute/compute.ts";
 import type { Sql } from "../../supabase/functions/_shared/db.ts";
 import { describeError, type Logger } from "../../supabase/functions/_shared/log.ts";
 import { newBootstrapCredential } from "../../supabase/functions/_shared/reporter_token.ts";
+import { exists } from "./exists.ts";
 
 const POWER_POLL_MS = 250;
 
@@ -19,6 +23,8 @@ export interface LocalFleetDeps {
   compute: Compute;
   log: Logger;
   cycleMs: number;
+  /** Where each VM's directories live (LOCAL_VM_ROOT). */
+  vmRoot: string;
 }
 
 export class LocalFleet {
@@ -38,21 +44,20 @@ export class LocalFleet {
       return;
     }
     this.#runners.get(projectId)?.stop();
-    const runner = new Runner(
-      this.#deps,
+    this.#runners.set(
       projectId,
-      (token, signal) =>
-        new ReporterClient({ baseUrl: this.#reporterUrl!, projectId, token, signal }),
-      bootstrapCredential,
-      () => this.#runners.delete(projectId),
+      new Runner(
+        this.#deps,
+        projectId,
+        this.#bootData(projectId, bootstrapCredential),
+        () => this.#runners.delete(projectId),
+      ),
     );
-    this.#runners.set(projectId, runner);
   }
 
   /**
-   * Starts the runners once the reporter is listening, including for VMs that were already up
-   * before this process started (their tokens died with the previous process: each gets new
-   * boot data, as if re-imaged).
+   * Starts the runners once the reporter is listening, including for VMs that were up before this
+   * process started: those that kept their token reboot with it; the others get new boot data.
    */
   async start(reporterUrl: string): Promise<void> {
     this.#reporterUrl = reporterUrl;
@@ -64,48 +69,64 @@ export class LocalFleet {
       where v.target <> 'gone'`;
     for (const { project_id } of vms) {
       if (this.#runners.has(project_id)) continue;
-      const credential = await newBootstrapCredential();
-      await this.#deps.sql`
-        select private.issue_bootstrap_credential(${project_id}, ${credential.hash}, '1 hour')`;
-      this.launch(project_id, credential.plaintext);
+      const dir = `${this.#deps.vmRoot}/${project_id}`;
+      let credential = "";
+      if (!(await exists(`${dir}/state/reporter_token.json`))) {
+        const fresh = await newBootstrapCredential();
+        await this.#deps.sql`
+          select private.issue_bootstrap_credential(${project_id}, ${fresh.hash}, '1 hour')`;
+        credential = fresh.plaintext;
+      }
+      this.#runners.set(
+        project_id,
+        new Runner(
+          this.#deps,
+          project_id,
+          this.#bootData(project_id, credential),
+          () => this.#runners.delete(project_id),
+        ),
+      );
     }
   }
 
   async stop(): Promise<void> {
     await Promise.all([...this.#runners.values()].map((runner) => runner.stop()));
   }
+
+  /** Writes the VM's boot data, as cloud-init does on a real VM (an empty credential keeps the one there). */
+  async #bootData(projectId: string, credential: string): Promise<string> {
+    const dir = `${this.#deps.vmRoot}/${projectId}`;
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    const file = `${dir}/bootstrap.json`;
+    const previous = credential ? undefined : await Deno.readTextFile(file).catch(() => undefined);
+    await Deno.writeTextFile(
+      file,
+      JSON.stringify({
+        project_id: projectId,
+        reporter_url: this.#reporterUrl,
+        bootstrap_credential: credential ||
+          (previous ? JSON.parse(previous).bootstrap_credential : ""),
+      }),
+      { mode: 0o600 },
+    );
+    return dir;
+  }
 }
 
-type ClientFactory = (token: string, signal: AbortSignal) => ReporterClient;
-
 class Runner {
-  readonly #client: ClientFactory;
-  readonly #bootstrapCredential: string;
   readonly #done: Promise<void>;
   readonly #abort = new AbortController();
-  #team: SimulatedTeam | undefined;
   #wake: (() => void) | undefined;
 
   constructor(
     readonly deps: LocalFleetDeps,
     readonly projectId: string,
-    client: ClientFactory,
-    bootstrapCredential: string,
+    dir: Promise<string>,
     onEnd: () => void,
   ) {
-    this.#client = client;
-    this.#bootstrapCredential = bootstrapCredential;
-    this.#done = this.#run().finally(onEnd);
-  }
-
-  /** The team, once the VM has exchanged its boot data for a reporter token (first boot). */
-  async #teamOnBoot(): Promise<SimulatedTeam> {
-    if (!this.#team) {
-      const signal = this.#abort.signal;
-      const { reporter_token } = await this.#client(this.#bootstrapCredential, signal).bootstrap();
-      this.#team = new SimulatedTeam(this.#client(reporter_token, signal));
-    }
-    return this.#team;
+    this.#done = dir.then((d) => this.#run(d)).catch((error) =>
+      deps.log.error("simulated VM failed", { project_id: projectId, ...describeError(error) })
+    ).finally(onEnd);
   }
 
   /** Ends the runner at once, abandoning a cycle in progress (a VM losing power). */
@@ -115,36 +136,56 @@ class Runner {
     await this.#done;
   }
 
-  async #run(): Promise<void> {
+  async #run(dir: string): Promise<void> {
     const { compute, log, cycleMs } = this.deps;
-    const fields = { component: "local-agents", project_id: this.projectId };
-    let booted = false;
-    while (!this.#abort.signal.aborted) {
-      try {
-        const { state } = await compute.powerState(this.projectId);
-        if (state === "gone" || state === "deleting") return;
-        if (state !== "running") {
-          booted = false;
-          await this.#sleep(POWER_POLL_MS);
-          continue;
+    const fields = { component: "local-vm", project_id: this.projectId };
+    let vm: { agent: VmAgent; socket: AgentSocket; team: SimulatedTeam } | undefined;
+    const powerOff = async () => {
+      if (!vm) return;
+      vm.socket.close();
+      await vm.agent.stop();
+      vm = undefined;
+    };
+    try {
+      while (!this.#abort.signal.aborted) {
+        try {
+          const { state } = await compute.powerState(this.projectId);
+          if (state === "gone" || state === "deleting") {
+            await powerOff();
+            await Deno.remove(dir, { recursive: true }).catch(() => {});
+            return;
+          }
+          if (state !== "running") {
+            await powerOff();
+            await this.#sleep(POWER_POLL_MS);
+            continue;
+          }
+          if (!vm) {
+            const socket = new AgentSocket(`${dir}/state/agent.sock`);
+            const team = new SimulatedTeam(socket, `${dir}/workspace`);
+            const agent = new VmAgent({
+              bootstrapFile: `${dir}/bootstrap.json`,
+              stateDir: `${dir}/state`,
+              workspace: `${dir}/workspace`,
+              cycleMs,
+              hook: team.hook,
+              log: (level, msg, extra) => log[level](`vm-agent: ${msg}`, { ...fields, ...extra }),
+            });
+            await agent.start();
+            vm = { agent, socket, team };
+            await vm.team.boot();
+            log.info("simulated VM booted", fields);
+          } else {
+            await vm.team.cycle();
+          }
+        } catch (error) {
+          if (this.#abort.signal.aborted) return;
+          log.warn("simulated team cycle failed", { ...fields, ...describeError(error) });
         }
-        const team = await this.#teamOnBoot();
-        if (!booted) {
-          await team.boot();
-          booted = true;
-          log.info("simulated agents booted", fields);
-        } else {
-          await team.cycle();
-        }
-      } catch (error) {
-        if (this.#abort.signal.aborted) return;
-        if (error instanceof ReporterError && error.status === 401) {
-          log.info("simulated agents stopped: the reporter refused their credentials", fields);
-          return;
-        }
-        log.warn("simulated agent cycle failed", { ...fields, ...describeError(error) });
+        await this.#sleep(cycleMs);
       }
-      await this.#sleep(cycleMs);
+    } finally {
+      await powerOff();
     }
   }
 

@@ -23,9 +23,11 @@ export async function startServer(
   databaseUrl: string,
   env: Record<string, string> = {},
 ): Promise<TestServer> {
+  // Each server's simulated VMs keep their directories apart from every other's.
+  const vmRoot = await Deno.makeTempDir({ prefix: "vm-service-vms-" });
   const child = new Deno.Command("deno", {
     args: ["run", "-A", START],
-    env: { DATABASE_URL: databaseUrl, PORT: "0", ...env },
+    env: { DATABASE_URL: databaseUrl, PORT: "0", LOCAL_VM_ROOT: vmRoot, ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -53,6 +55,7 @@ export async function startServer(
     }
     await child.status;
     await pumps;
+    await Deno.remove(vmRoot, { recursive: true }).catch(() => {});
   };
 
   let timer: ReturnType<typeof setTimeout> | undefined;

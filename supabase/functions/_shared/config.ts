@@ -56,6 +56,7 @@ const EnvSchema = z.object({
   COMPUTE_DRIVER: z.enum(["local", "azure"]).default("local"),
   LOCAL_VM_BOOT_MS: nonNegativeInt(3000),
   LOCAL_AGENT_CYCLE_MS: positiveInt(5000),
+  LOCAL_VM_ROOT: z.string().min(1).default(".local/vms"),
   LOCAL_VM_STOP_MS: nonNegativeInt(2000),
   LOCAL_VM_DELETE_MS: nonNegativeInt(2000),
   RECONCILE_INTERVAL_MS: positiveInt(2000),
@@ -109,7 +110,14 @@ export interface Config {
   computeDriver: "local" | "azure";
   /** Present when computeDriver is azure. */
   azure?: AzureConfig;
-  local: { bootMs: number; agentCycleMs: number; stopMs: number; deleteMs: number };
+  local: {
+    bootMs: number;
+    agentCycleMs: number;
+    stopMs: number;
+    deleteMs: number;
+    /** Where each simulated VM keeps its directories (boot data, state, workspace). */
+    vmRoot: string;
+  };
   reconcileIntervalMs: number;
   /** Bearer secret of the vm-reconciler function; unset: the function refuses every call. */
   reconcilerSecret?: string;
@@ -216,6 +224,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
       agentCycleMs: e.LOCAL_AGENT_CYCLE_MS,
       stopMs: e.LOCAL_VM_STOP_MS,
       deleteMs: e.LOCAL_VM_DELETE_MS,
+      vmRoot: e.LOCAL_VM_ROOT,
     },
     reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
     ...(e.RECONCILER_SECRET ? { reconcilerSecret: e.RECONCILER_SECRET } : {}),
