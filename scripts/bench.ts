@@ -21,6 +21,7 @@
 import postgres from "postgres";
 import { newReporterToken } from "../supabase/functions/_shared/reporter_token.ts";
 import { mintUserJwt } from "./lib/jwt.ts";
+import { readyOrigin } from "./lib/ready_origin.ts";
 import { startThrowawayDatabase } from "./lib/throwaway_database.ts";
 
 const PROJECTS = Number(Deno.env.get("BENCH_PROJECTS") ?? 500);
@@ -324,24 +325,6 @@ async function measure(send: () => Promise<Response>, expected: number): Promise
     dbMicros: ms * 1000 / latencies.length,
     unexpected,
   };
-}
-
-async function readyOrigin(stream: ReadableStream<Uint8Array>): Promise<string> {
-  let text = "";
-  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`server exited before it was ready:\n${text}`);
-    text += value;
-    const match = /ready: (http:\/\/127\.0\.0\.1:\d+)/.exec(text);
-    if (match) {
-      // Keep draining so the server never blocks on a full pipe.
-      (async () => {
-        while (!(await reader.read()).done);
-      })();
-      return match[1]!;
-    }
-  }
 }
 
 function hex(bytes: Uint8Array): string {

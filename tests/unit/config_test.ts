@@ -21,7 +21,11 @@ Deno.test("loadConfig() applies the contract's defaults", () => {
     agentCycleMs: 5000,
     stopMs: 2000,
     deleteMs: 2000,
+    vmRoot: ".local/vms",
   });
+  assert.equal(config.requestDeadlineMs, 10_000);
+  assert.equal(config.dbStatementTimeoutMs, 8_000);
+  assert.deepEqual(config.retentionDays, { requestLog: 30, healthSnapshots: 30 });
   assert.equal(config.reconcileIntervalMs, 2000);
   assert.deepEqual(config.corsAllowedOrigins, ["http://localhost:3000", "http://localhost:3001"]);
   assert.equal(config.jwt.secret, LOCAL_JWT_SECRET);
