@@ -38,6 +38,8 @@ export interface LocalApiDeps {
   /** Called after an item is spooled, so the drain starts without waiting for the next cycle. */
   spooled(): void;
   declareAgents(agents: DeclaredAgents): void;
+  /** Told when the spool is full and an item had to be refused. */
+  spoolFull(message: string): void;
   signal: AbortSignal;
 }
 
@@ -73,7 +75,10 @@ async function answer(request: Request, deps: LocalApiDeps): Promise<Response> {
   try {
     seq = await deps.spool.append(path, parsed.data);
   } catch (error) {
-    if (error instanceof SpoolFullError) return json({ error: error.message }, 507);
+    if (error instanceof SpoolFullError) {
+      deps.spoolFull(error.message);
+      return json({ error: error.message }, 507);
+    }
     throw error;
   }
   deps.spooled();

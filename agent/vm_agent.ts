@@ -85,6 +85,10 @@ export class VmAgent {
         this.#agents = agents;
         if (first) this.#wake?.(); // the health report the project waits for goes out now
       },
+      spoolFull: (message) =>
+        this.#options.log("error", "SPOOL FULL: the team's reports are being refused", {
+          detail: message,
+        }),
       signal: this.#abort.signal,
     });
     this.#loop = this.#run();

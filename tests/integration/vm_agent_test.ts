@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type postgres from "postgres";
+import { programHook } from "../../agent/command_handlers.ts";
 import { VmAgent } from "../../agent/vm_agent.ts";
 import { newBootstrapCredential } from "../../supabase/functions/_shared/reporter_token.ts";
 import { createTestDatabase } from "../helpers/database.ts";
@@ -221,6 +222,36 @@ Deno.test("the VM agent: first contact, commands, approvals, outages", async (t)
       );
     });
 
+    await t.step(
+      "restart_agents runs the team's hook; its exit status and output are the result",
+      async () => {
+        await agent.stop();
+        const hook = `${dir}/hook.sh`;
+        await Deno.writeTextFile(hook, '#!/bin/sh\necho "restarting $*"\n');
+        await Deno.chmod(hook, 0o755);
+        agent = new VmAgent({
+          ...options,
+          cycleMs: CYCLE_MS,
+          hook: programHook(hook),
+          log: quietLog(lines),
+        });
+        await agent.start();
+        const [{ id }] = await asUser(db.sql, project.userId, (tx) =>
+          tx<[{ id: string }]>`
+          select public.queue_vm_command(${project.projectId}, 'restart_agents',
+            '{"agents": ["builder"]}') as id`);
+        const row = await eventually(async () => {
+          const [found] = await db
+            .sql`select status, result from public.vm_commands where id = ${id}`;
+          return found?.status === "succeeded" ? found : undefined;
+        });
+        assert.deepEqual(row.result, {
+          exit_code: 0,
+          output_tail: "restarting restart_agents builder\n",
+        });
+      },
+    );
+
     await t.step("a reporter outage: everything spooled meanwhile arrives once", async () => {
       reporter.down = true;
       const socket = socketClient(agent.socketPath);
@@ -245,6 +276,25 @@ Deno.test("the VM agent: first contact, commands, approvals, outages", async (t)
       }, { timeoutMs: 15_000 });
       assert.equal(arrived, 20);
       assert.equal(await spoolFiles(options.stateDir), 0);
+    });
+
+    await t.step("a revoked token is logged loudly and retried slowly, not in a loop", async () => {
+      await agent.stop();
+      agent = new VmAgent({
+        ...options,
+        cycleMs: CYCLE_MS,
+        refusedBackoffMs: 2_000,
+        log: quietLog(lines),
+      });
+      await db.sql`select private.revoke_reporter_tokens(${project.projectId})`;
+      const refusedBefore = await refusals(db.sql, project.projectId);
+      await agent.start();
+      await eventually(() =>
+        Promise.resolve(lines.some((l) => l.includes("REFUSED")) || undefined)
+      );
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const refused = (await refusals(db.sql, project.projectId)) - refusedBefore;
+      assert.ok(refused >= 1 && refused <= 2, `${refused} refused requests in 1.5 s`);
     });
   } finally {
     await agent.stop();
@@ -319,6 +369,13 @@ Deno.test("kill -9 of the agent mid-drain loses nothing and doubles nothing", as
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });
+
+async function refusals(sql: postgres.Sql, projectId: string): Promise<number> {
+  const [{ n }] = await sql<[{ n: number }]>`
+    select count(*)::int as n from public.vm_reporter_request_log
+    where project_id = ${projectId} and status_code = 401`;
+  return n;
+}
 
 async function snapshotCount(sql: postgres.Sql, projectId: string): Promise<number> {
   const [{ n }] = await sql<[{ n: number }]>`
