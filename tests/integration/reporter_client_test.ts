@@ -76,3 +76,24 @@ Deno.test("ReporterClient gives up after its attempts", async () => {
     },
   );
 });
+
+Deno.test("ReporterClient waits out a 503's Retry-After, as for a 429", async () => {
+  const answers = [error(503, { "retry-after": "1" }), ok({ accepted: 1 })];
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => answers.shift()!(),
+  );
+  try {
+    const client = new ReporterClient({
+      baseUrl: `http://127.0.0.1:${server.addr.port}/functions/v1/vm-reporter`,
+      projectId: "00000000-0000-4000-8000-000000000001",
+      token: "vmr_test",
+      maxBackoffMs: 5_000,
+    });
+    const started = performance.now();
+    assert.deepEqual(await client.audit([{ action: "x" }]), { accepted: 1 });
+    assert.ok(performance.now() - started >= 950, "the retry came before Retry-After");
+  } finally {
+    await server.shutdown();
+  }
+});
