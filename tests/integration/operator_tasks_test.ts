@@ -30,7 +30,7 @@ Deno.test("deno task reporter-token issues, rotates and revokes tokens", async (
       select encode(token_hash, 'hex') as hash from private.reporter_tokens
       where project_id = ${project} and revoked_at is null
         and (expires_at is null or expires_at > now())`).map((r) => r.hash as string);
-  const hex = async (token: string) =>
+  const hex = (token: string) =>
     Array.from(hashSecret(token), (b) => b.toString(16).padStart(2, "0")).join("");
 
   let first = "";
@@ -40,7 +40,7 @@ Deno.test("deno task reporter-token issues, rotates and revokes tokens", async (
     first = out.stdout.trim().split("\n").at(-1)!;
     assert.match(first, /^vmr_[A-Za-z0-9_-]{43}$/);
     const stored = await liveTokens();
-    assert.deepEqual(stored, [await hex(first)]);
+    assert.deepEqual(stored, [hex(first)]);
     const [{ leaks }] = await db.sql<[{ leaks: number }]>`
       select count(*)::int as leaks from private.reporter_tokens
       where encode(token_hash, 'escape') like ${"%" + first + "%"}`;
