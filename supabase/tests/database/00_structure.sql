@@ -23,11 +23,18 @@ select is(
   'every table in public has RLS enabled'
 );
 
--- SECURITY DEFINER functions live in private and pin an empty search_path.
+-- SECURITY DEFINER functions live in private and pin an empty search_path. The platform's own
+-- schemas are excluded by name: every hosted Supabase database has SECURITY DEFINER functions
+-- there (pgbouncer.get_auth, pg_net's net.http_get/http_post, ...), and they are not ours.
 select is(
   (select count(*)::int from pg_proc p join pg_namespace n on n.oid = p.pronamespace
-   where p.prosecdef and n.nspname not in ('private', 'auth', 'extensions', 'pg_catalog')
-     and n.nspname not like 'pg\_%'),
+   where p.prosecdef and n.nspname not in (
+       'private',
+       'pg_catalog', 'information_schema',
+       'auth', 'extensions', 'pgbouncer', 'net', 'cron', 'vault', 'pgsodium', 'pgsodium_masks',
+       'graphql', 'graphql_public', 'realtime', 'storage', 'supabase_functions',
+       'supabase_migrations', '_realtime', '_analytics')
+     and n.nspname not like 'pg\_temp\_%' and n.nspname not like 'pg\_toast%'),
   0,
   'no SECURITY DEFINER function outside private'
 );
