@@ -173,7 +173,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
   if (!local && !present.COMPUTE_DRIVER) {
     // A hosted project left on the default would simulate VMs in the production database.
     throw new ConfigError(
-      "COMPUTE_DRIVER: set it for a hosted project (azure, or local for a demo)",
+      "COMPUTE_DRIVER: set it for a hosted project (azure; local never acts on hosted VMs)",
     );
   }
 

@@ -1,5 +1,5 @@
 /** Picks the compute driver named by COMPUTE_DRIVER. */
-import type { Config } from "../config.ts";
+import { type Config, ConfigError } from "../config.ts";
 import type { Sql } from "../db.ts";
 import type { Logger } from "../log.ts";
 import type { BootData, Compute, VmSpec } from "./compute.ts";
@@ -17,6 +17,13 @@ export async function createCompute(
 ): Promise<Compute> {
   switch (config.computeDriver) {
     case "local":
+      // The local driver creates its own schema (DDL) and simulates VMs in this database: never
+      // in a hosted project's database, whatever COMPUTE_DRIVER says.
+      if (config.hosted) {
+        throw new ConfigError(
+          "COMPUTE_DRIVER=local never runs on a hosted project: set COMPUTE_DRIVER=azure",
+        );
+      }
       return await createLocalCompute(sql, {
         ...config.local,
         faults: config.localComputeFaults,
