@@ -15,6 +15,7 @@ import type { Compute } from "./compute/compute.ts";
 import type { Config } from "./config.ts";
 import type { Sql } from "./db.ts";
 import { withDeadline } from "./deadline.ts";
+import { runLimited } from "./limited.ts";
 import { describeError, type Logger } from "./log.ts";
 import { type ClaimedOperation, dispatchOperation } from "./operations.ts";
 
@@ -37,9 +38,13 @@ export interface ReconcileReport {
   partitions: { partitions_created: number; partitions_dropped: number };
 }
 
+/** Compute and database calls in flight at once within a run (each batch holds up to 100). */
+export const RECONCILE_CONCURRENCY = 8;
+
 export async function reconcileOnce(
   deps: ReconcilerDeps,
   batchSize = 100,
+  concurrency = RECONCILE_CONCURRENCY,
 ): Promise<ReconcileReport> {
   const { sql, compute, config, log } = deps;
   const { leaseSeconds, maxAttempts } = config.operations;
@@ -63,11 +68,12 @@ export async function reconcileOnce(
       () => new Error("The compute provider did not answer in time"),
     );
 
-  // Sending and observing run side by side: a provider slow to accept one operation must not
-  // hold up the projects whose VMs have already arrived. Both are bounded by the lease.
-  await Promise.all([
-    ...due.map(({ op }) => dispatchOperation(deps, op)),
-    ...projects.map(async ({ project_id, status }) => {
+  // Sending and observing share a bounded set of workers: a provider slow to accept one operation
+  // holds up one worker, not the projects whose VMs have already arrived. Each call is bounded by
+  // the lease.
+  await runLimited([
+    ...due.map(({ op }) => () => dispatchOperation(deps, op)),
+    ...projects.map(({ project_id, status }) => async () => {
       try {
         const power = await readPower(project_id);
         const [{ outcome }] = await sql<[{ outcome: string }]>`
@@ -80,7 +86,7 @@ export async function reconcileOnce(
         log.warn("could not read a VM's power state", { project_id, ...describeError(error) });
       }
     }),
-    ...settled.map(async ({ project_id, status }) => {
+    ...settled.map(({ project_id, status }) => async () => {
       try {
         const power = await readPower(project_id);
         const [{ outcome }] = await sql<[{ outcome: string }]>`
@@ -93,7 +99,7 @@ export async function reconcileOnce(
         log.warn("could not read a VM's power state", { project_id, ...describeError(error) });
       }
     }),
-  ]);
+  ], concurrency);
 
   const [{ stuck }] = await sql<[{ stuck: number }]>`
     select private.record_stuck_projects(${config.stuckAfterSeconds}) as stuck`;
