@@ -18,7 +18,8 @@ Deno.test("runLimited() runs every task, never more than the limit at once", asy
 
 Deno.test("runLimited() with fewer tasks than the limit, and with none", async () => {
   let ran = 0;
-  await runLimited([async () => ran++, async () => ran++], 8);
+  const task = () => Promise.resolve(ran++);
+  await runLimited([task, task], 8);
   assert.equal(ran, 2);
   await runLimited([], 8);
 });
