@@ -73,6 +73,8 @@ alter default privileges in schema public grant all on functions to anon, authen
 alter default privileges in schema public grant all on sequences to anon, authenticated, service_role;
 
 create schema if not exists extensions;
+-- Hosted Supabase's search_path for `postgres`, which `supabase test db` runs the pgTAP files with.
+alter role current_user set search_path = "$user", public, extensions;
 -- Exposed by default in every Supabase project's Data API (it holds pg_graphql's entry point there).
 create schema if not exists graphql_public;
 grant usage on schema graphql_public to anon, authenticated, service_role;

@@ -16,9 +16,9 @@ const psql = `${await findPostgresBin()}/psql`;
 for (const file of files) {
   Deno.test(`pgTAP: ${file}`, async () => {
     await using db = await createTestDatabase();
+    // As `supabase test db` does: pgTAP in `extensions`, each file run whole by psql as `postgres`
+    // with the role's own search_path (hosted: "$user", public, extensions).
     await db.sql`create extension if not exists pgtap with schema extensions`;
-    // Assertions run as `authenticated` or `anon` after `set local role` in the files.
-    await db.sql`grant execute on all functions in schema extensions to anon, authenticated`;
     const result = await new Deno.Command(psql, {
       args: [
         "--no-psqlrc",
@@ -27,8 +27,6 @@ for (const file of files) {
         "--no-align",
         "-v",
         "ON_ERROR_STOP=1",
-        "-c",
-        "set search_path = public, extensions",
         "-f",
         new URL(file, dir).pathname,
         db.url,

@@ -1,4 +1,6 @@
 begin;
+-- The assertions also run as the API roles (`set local role`); pgTAP is theirs for this test only.
+grant execute on all functions in schema extensions to anon, authenticated;
 select plan(12);
 
 -- Two users, two organizations, one project each.

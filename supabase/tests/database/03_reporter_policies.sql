@@ -2,6 +2,8 @@
 -- commands, approvals, persona files and the dashboard views. A project member reads exactly their
 -- project's rows; a member of another project none of them; anon nothing; nobody writes directly.
 begin;
+-- The assertions also run as the API roles (`set local role`); pgTAP is theirs for this test only.
+grant execute on all functions in schema extensions to anon, authenticated;
 select plan(122);
 
 -- Two users, two organizations, one project each. Both projects have been active 40 minutes.

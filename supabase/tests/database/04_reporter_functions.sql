@@ -2,6 +2,8 @@
 -- (contract §3): effects, membership checks, input errors, authentication, rate limits, routing,
 -- and command leasing.
 begin;
+-- The assertions also run as the API roles (`set local role`); pgTAP is theirs for this test only.
+grant execute on all functions in schema extensions to anon, authenticated;
 select plan(92);
 
 -- Two users, two organizations. P1 belongs to the member; P2 to the other user; P3 and P4 are
