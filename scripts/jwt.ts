@@ -1,7 +1,7 @@
 /**
  * `deno task jwt [user_id]`: prints an HS256 user token signed with AUTH_JWT_SECRET (alias
- * SUPABASE_JWT_SECRET; default: the local secret), valid for an hour (JWT_EXPIRES_IN seconds to change it). Without a user id,
- * the token of the seed's demo user.
+ * SUPABASE_JWT_SECRET; default: the local secret), valid for an hour (JWT_EXPIRES_IN seconds to
+ * change it). Without a user id, the token of the seed's demo user.
  */
 import { mintUserJwt } from "./lib/jwt.ts";
 import { DEMO_USER_EMAIL, DEMO_USER_ID } from "./lib/seed.ts";
