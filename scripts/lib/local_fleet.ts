@@ -44,15 +44,7 @@ export class LocalFleet {
       return;
     }
     this.#runners.get(projectId)?.stop();
-    this.#runners.set(
-      projectId,
-      new Runner(
-        this.#deps,
-        projectId,
-        this.#bootData(projectId, bootstrapCredential),
-        () => this.#runners.delete(projectId),
-      ),
-    );
+    this.#power(projectId, bootstrapCredential);
   }
 
   /**
@@ -77,16 +69,21 @@ export class LocalFleet {
           select private.issue_bootstrap_credential(${project_id}, ${fresh.hash}, '1 hour')`;
         credential = fresh.plaintext;
       }
-      this.#runners.set(
-        project_id,
-        new Runner(
-          this.#deps,
-          project_id,
-          this.#bootData(project_id, credential),
-          () => this.#runners.delete(project_id),
-        ),
-      );
+      this.#power(project_id, credential);
     }
+  }
+
+  /** Powers the VM on: its boot data written, a runner watching it. */
+  #power(projectId: string, credential: string): void {
+    this.#runners.set(
+      projectId,
+      new Runner(
+        this.#deps,
+        projectId,
+        this.#bootData(projectId, credential),
+        () => this.#runners.delete(projectId),
+      ),
+    );
   }
 
   async stop(): Promise<void> {
