@@ -142,7 +142,8 @@ export class VmAgent {
 
   /** Sends spooled items in order until the spool is empty or the reporter cannot take more. */
   #drain(): Promise<void> {
-    this.#draining = this.#draining.then(async () => {
+    // One drain at a time; a drain that failed (the reporter was down) must not stop the next.
+    this.#draining = this.#draining.catch(() => {}).then(async () => {
       while (!this.#abort.signal.aborted && this.#spool.size > 0) {
         for (const item of await this.#spool.peek(DRAIN_BATCH)) {
           try {

@@ -267,7 +267,8 @@ Deno.test("the VM agent: first contact, commands, approvals, outages", async (t)
       } finally {
         socket.close();
       }
-      await new Promise((resolve) => setTimeout(resolve, 3 * CYCLE_MS));
+      // Longer than the client's own retries: drains fail, and later ones must still run.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
       assert.equal(await messageCount(db.sql, ids), 0, "nothing gets through while it is down");
       reporter.down = false;
       const arrived = await eventually(async () => {
