@@ -98,7 +98,7 @@ export class VmAgent {
     this.#abort.abort();
     this.#wake?.();
     await this.#loop;
-    await this.#draining;
+    await this.#draining.catch(() => {});
     await this.#server?.finished;
   }
 
