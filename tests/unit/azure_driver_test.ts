@@ -114,6 +114,8 @@ Deno.test("cloudInit() writes the boot config the VM agent reads", () => {
   });
   assert.ok(text.includes(`path: ${BOOT_CONFIG_PATH}`));
   assert.ok(text.includes('permissions: "0600"'));
+  assert.ok(text.includes("owner: vm-agent:vm-agent"), "readable by the unit's user only");
+  assert.ok(text.includes("[systemctl, enable, --now, vm-agent.service]"));
   const content = /content: (\S+)/.exec(text)![1]!;
   assert.deepEqual(JSON.parse(atob(content)), {
     project_id: "p",

@@ -27,7 +27,9 @@ export function cloudInit(boot: BootConfig): string {
     "#cloud-config",
     "write_files:",
     `  - path: ${BOOT_CONFIG_PATH}`,
-    "    owner: root:root",
+    // The agent runs as `vm-agent` (deploy/vm-agent.service) and must read the credential;
+    // the image creates that user, so cloud-init can give it the file before the unit starts.
+    "    owner: vm-agent:vm-agent",
     '    permissions: "0600"',
     "    encoding: b64",
     `    content: ${base64(json)}`,
