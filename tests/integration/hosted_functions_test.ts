@@ -10,6 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
+import { bearerCredential } from "../../supabase/functions/_shared/bearer.ts";
 import { LOCAL_JWT_SECRET } from "../../supabase/functions/_shared/config.ts";
 import { mintUserJwt } from "../../scripts/lib/jwt.ts";
 import { createTestDatabase } from "../helpers/database.ts";
@@ -29,7 +30,7 @@ function serveAuth() {
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
     const url = new URL(request.url);
     seen.push(`${url.host}${url.pathname} apikey=${request.headers.get("apikey")}`);
-    const token = request.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
+    const token = bearerCredential(request.headers.get("authorization")) ?? "";
     try {
       const { payload } = await jwtVerify(token, new TextEncoder().encode(LOCAL_JWT_SECRET));
       return Response.json({ id: payload.sub, aud: "authenticated" });

@@ -10,6 +10,8 @@ import {
   LOCAL_JWT_SECRET,
 } from "../../supabase/functions/_shared/config.ts";
 import { mintUserJwt } from "../../scripts/lib/jwt.ts";
+import { base64url } from "../../supabase/functions/_shared/base64.ts";
+import { bearerCredential } from "../../supabase/functions/_shared/bearer.ts";
 
 const USER_ID = "7d3f5c2a-9b1e-4c8d-a6f0-1e2b3c4d5e6f";
 const hsConfig: Config["jwt"] = {
@@ -53,8 +55,7 @@ function userClaims(overrides: JWTPayload = {}): JWTPayload {
   };
 }
 
-const b64url = (value: unknown) =>
-  btoa(JSON.stringify(value)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+const b64url = (value: unknown) => base64url(JSON.stringify(value));
 
 // --- HS256 (shared secret) ---
 
@@ -408,7 +409,7 @@ function serveAuth(answer?: (request: Request) => Response | Promise<Response>) 
     if (url.pathname !== "/auth/v1/user" || request.headers.get("apikey") !== ANON_KEY) {
       return Response.json({ message: "No API key found in request" }, { status: 401 });
     }
-    const token = request.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
+    const token = bearerCredential(request.headers.get("authorization")) ?? "";
     try {
       const { payload } = await jwtVerify(token, new TextEncoder().encode(LOCAL_JWT_SECRET));
       return Response.json({ id: payload.sub, aud: "authenticated", role: "authenticated" });

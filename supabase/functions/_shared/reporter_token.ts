@@ -6,6 +6,8 @@
  * - bootstrap credentials (`vmb_`): what a VM's boot data carries, exchanged once for a token.
  */
 import { createHash } from "node:crypto";
+import { base64url } from "./base64.ts";
+
 export interface Secret {
   plaintext: string;
   hash: Uint8Array;
@@ -36,9 +38,4 @@ function newSecret(prefix: string): Promise<Secret> {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   const plaintext = prefix + base64url(bytes);
   return Promise.resolve({ plaintext, hash: hashSecret(plaintext) });
-}
-
-function base64url(bytes: Uint8Array): string {
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
-    .replace(/=+$/, "");
 }

@@ -8,6 +8,8 @@
  * cache is keyed by the token's SHA-256 (the token itself is never held as a key), bounded in
  * size, and an entry never outlives the token's own `exp`.
  */
+import { base64url } from "../base64.ts";
+import { hashSecret } from "../reporter_token.ts";
 
 export interface AuthServer {
   /** `${SUPABASE_URL}/auth/v1/user` */
@@ -36,7 +38,7 @@ export function createAuthServerCheck(
   const confirmed = new Map<string, { userId: string; until: number }>();
 
   return async (token, expiresAtSeconds) => {
-    const key = await sha256Hex(token);
+    const key = base64url(hashSecret(token));
     const hit = confirmed.get(key);
     if (hit && hit.until > now()) return { kind: "user", userId: hit.userId };
     if (hit) confirmed.delete(key);
@@ -87,9 +89,4 @@ async function ask(
   } catch {
     return { kind: "unavailable" };
   }
-}
-
-async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }

@@ -12,7 +12,8 @@ import { ClientSecretCredential } from "@azure/identity";
 import type { Logger } from "../log.ts";
 import type { AzureConfig } from "./azure_config.ts";
 import { computeErrorFromAzure } from "./azure_errors.ts";
-import { base64, cloudInit } from "./cloud_init.ts";
+import { base64 } from "../base64.ts";
+import { cloudInit } from "./cloud_init.ts";
 import type { BootData, Compute, PowerState, VmSpec } from "./compute.ts";
 
 const NETWORK_API_VERSION = "2020-11-01";

@@ -4,6 +4,8 @@
  * by anything on the VM and by anyone who can read the VM in Azure, which is why it carries a
  * credential worth nothing once exchanged, never a reporter token.
  */
+import { base64 } from "../base64.ts";
+
 export interface BootConfig {
   projectId: string;
   reporterUrl: string;
@@ -38,8 +40,4 @@ export function cloudInit(boot: BootConfig): string {
     "  - [systemctl, enable, --now, vm-agent.service]",
     "",
   ].join("\n");
-}
-
-export function base64(text: string): string {
-  return btoa(String.fromCharCode(...new TextEncoder().encode(text)));
 }
