@@ -24,6 +24,7 @@ export interface ClaimedOperation {
   vm_size: string;
 }
 
+/** What sending an operation needs; a reconciler run needs nothing more, so it takes the same. */
 export interface OperationDeps {
   sql: Sql;
   compute: Compute;

@@ -11,20 +11,10 @@
  * SKIP LOCKED and a lease, and every transition is conditional on the status observed, so no
  * step is done twice. Each run is bounded by `batchSize`.
  */
-import type { Compute } from "./compute/compute.ts";
-import type { Config } from "./config.ts";
-import type { Sql } from "./db.ts";
 import { withDeadline } from "./deadline.ts";
 import { runLimited } from "./limited.ts";
-import { describeError, type Logger } from "./log.ts";
-import { type ClaimedOperation, dispatchOperation } from "./operations.ts";
-
-export interface ReconcilerDeps {
-  sql: Sql;
-  compute: Compute;
-  config: Config;
-  log: Logger;
-}
+import { describeError } from "./log.ts";
+import { type ClaimedOperation, dispatchOperation, type OperationDeps } from "./operations.ts";
 
 export interface ReconcileReport {
   dispatched: number;
@@ -42,7 +32,7 @@ export interface ReconcileReport {
 export const RECONCILE_CONCURRENCY = 8;
 
 export async function reconcileOnce(
-  deps: ReconcilerDeps,
+  deps: OperationDeps,
   batchSize = 100,
   concurrency = RECONCILE_CONCURRENCY,
 ): Promise<ReconcileReport> {
