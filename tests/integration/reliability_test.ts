@@ -232,14 +232,12 @@ Deno.test("a lock held elsewhere or a pool used up answers 503, never hangs", as
 
   await t.step("with the only connection stuck, queued requests answer 503 too", async () => {
     await whileLocked(async () => {
+      // Each changes the project's health, so each needs the locked row (a report that leaves
+      // the health as it is does not touch the project's row and is not held up by its lock).
       const answers = await Promise.all(
         Array.from(
           { length: 4 },
-          (_, i) =>
-            vm.post("/health", {
-              ...health,
-              agents: [{ name: "a", status: i % 2 ? "active" : "error" }],
-            }),
+          () => vm.post("/health", { ...health, agents: [{ name: "a", status: "active" }] }),
         ),
       );
       for (const answer of answers) assertUnavailable(answer.status, answer.headers, answer.body);

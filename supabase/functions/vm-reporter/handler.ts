@@ -2,7 +2,7 @@
  * POST /functions/v1/vm-reporter/<route>: what VMs call on every agent cycle.
  *
  * method → route → X-Project-ID → bearer token shape → body (size limit, JSON) → schema →
- * ONE SQL call (private.reporter_call: token hash lookup, the project's rate budget, the write)
+ * ONE SQL statement (dispatch.ts: token hash lookup, the project's rate budget, the route's work)
  * → answer. A body that fails validation still goes through authentication first (a caller
  * without a valid token hears 401, not what was wrong with its body). Every request, whatever
  * its outcome, becomes a row of the request log. No CORS: only machines call this.
@@ -18,7 +18,7 @@ import { parseOrThrow } from "../_shared/validation.ts";
 import { BOOTSTRAP_ROUTE, exchangeBootstrapCredential } from "./bootstrap.ts";
 import { createRequestLog } from "./request_log.ts";
 import { routes } from "./routes.ts";
-import { errorOfAnswer, type SqlAnswer } from "./sql_answer.ts";
+import { createDispatch } from "./dispatch.ts";
 import { bearerCredential } from "../_shared/bearer.ts";
 import { isUuid } from "../_shared/uuid.ts";
 
@@ -27,25 +27,12 @@ const MAX_LOGGED_ROUTE = 200;
 export function createVmReporter(services: BaseServices): (request: Request) => Promise<Response> {
   const { config, sql } = services;
   const requestLog = createRequestLog(sql, services.background, services.log);
-  const settings = sql.json({
+  const settings = {
     rate_limit: config.vmReporterRateLimit,
     unauthenticated_limit: config.vmReporterUnauthenticatedLimit,
     command_lease_seconds: config.commandLeaseSeconds,
-  });
-
-  const call = async (
-    projectId: string,
-    tokenHash: Uint8Array,
-    route: string | null,
-    body: unknown,
-  ) => {
-    const [row] = await sql<[{ answer: SqlAnswer }]>`
-      select private.reporter_call(
-        ${projectId}, ${tokenHash}, ${route}, ${sql.json((body ?? null) as never)}, ${settings}
-      ) as answer`;
-    databaseAnswered(services.log);
-    return row.answer;
   };
+  const dispatch = createDispatch(sql, settings, () => databaseAnswered(services.log));
 
   return async (request) => {
     const started = performance.now();
@@ -91,7 +78,9 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
       if (!projectId) throw new ApiError("BAD_REQUEST", "X-Project-ID must be a project UUID");
       const token = bearerCredential(request.headers.get("authorization"));
       if (!definition) {
-        return success(await exchangeBootstrapCredential(sql, settings, projectId, token));
+        return success(
+          await exchangeBootstrapCredential(sql, sql.json(settings), projectId, token),
+        );
       }
       // A value that cannot be a token is refused without asking the database.
       if (!token || !looksLikeReporterToken(token)) throw unauthorized();
@@ -106,15 +95,13 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
       } catch (error) {
         if (!(error instanceof ApiError)) throw error;
         // Authenticate (and spend budget) before telling anyone what was wrong with the body.
-        const auth = await call(projectId, tokenHash, null, null);
-        if (auth.status !== 200) throw errorOfAnswer(auth);
+        await dispatch.authenticate(projectId, tokenHash);
         throw error;
       }
 
-      const result = await call(projectId, tokenHash, route, body);
-      if (result.status !== 200) throw errorOfAnswer(result);
+      const data = await dispatch.run(definition, projectId, tokenHash, body);
       log.debug("vm-reporter request", { route, project_id: projectId });
-      return success(result.data);
+      return success(data);
     }
   };
 }

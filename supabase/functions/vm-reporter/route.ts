@@ -1,10 +1,9 @@
 /**
  * A route is one unit: the path it answers below /vm-reporter, the schema of its request body, the
- * schema of the `data` its success carries, and the SQL function that does its work. That
- * function is called by private.reporter_call through the private.reporter_routes table (a row
- * beside each function; a test proves the two tables agree), in the same round trip as
- * authentication and the rate limit. The schemas are the contract: clients' types and the OpenAPI
- * document are derived from them.
+ * schema of the `data` its success carries, and the SQL that does its work. That SQL becomes part
+ * of the one statement the request costs (dispatch.ts), together with the token check and the rate
+ * limit. The schemas are the contract: clients' types and the OpenAPI document are derived from
+ * them.
  */
 import type { z } from "zod";
 
@@ -24,14 +23,26 @@ export interface RouteContract<
   refusals?: RouteRefusals;
 }
 
-/** A route private.reporter_call answers. */
+/**
+ * A route's part of its request's statement. Parameters: `$1` the project id, `$2` the body as its
+ * schema parsed it (jsonb), `$3` the settings (jsonb: command_lease_seconds). `with` adds CTEs,
+ * each reading `admitted` (one row when the token is valid and within the rate limit, none
+ * otherwise), so nothing is written for a refused request; `data` is the expression answering the
+ * success's `data`, evaluated for an admitted request only. An error raised by either (a VA-class
+ * SQLSTATE, a constraint) undoes the whole statement.
+ */
+export interface RouteStatement {
+  with?: string;
+  data: string;
+}
+
+/** A route vm-reporter answers. */
 export interface Route<
   P extends string = string,
   S extends z.ZodType = z.ZodType,
   R extends z.ZodType = z.ZodType,
 > extends RouteContract<P, S, R> {
-  /** `private.<name>`, taking (project_id uuid, body jsonb, settings jsonb), answering `data`. */
-  sql: `private.${string}`;
+  statement: RouteStatement;
 }
 
 export function defineRoute<P extends string, S extends z.ZodType, R extends z.ZodType>(

@@ -4,7 +4,7 @@ import { agentName, approvalStatus, object, text, uuid } from "../fields.ts";
 
 export const approvals = defineRoute({
   path: "/approvals",
-  sql: "private.request_approval",
+  statement: { data: "private.request_approval($1, $2, $3)" },
   summary: "An agent asks a human to approve an action; request_id makes retries idempotent.",
   schema: z.object({
     request_id: text(200),

@@ -4,7 +4,7 @@ import { approvalStatus, object, uuid } from "../fields.ts";
 
 export const approvalsAck = defineRoute({
   path: "/approvals/ack",
-  sql: "private.acknowledge_approval",
+  statement: { data: "private.acknowledge_approval($1, $2, $3)" },
   summary: "An agent reports what it did with a decided approval.",
   schema: z.object({
     approval_id: uuid,

@@ -7,7 +7,34 @@ const tokens = z.int({ error: "must be an integer" }).min(0, { error: "must be >
 
 export const cliSessions = defineRoute({
   path: "/metrics/cli-sessions",
-  sql: "private.report_cli_sessions",
+  statement: {
+    with: `
+      stored as (
+        insert into public.cli_sessions as c (
+          project_id, session_id, agent, model, started_at, ended_at, input_tokens,
+          output_tokens, cost_usd, exit_status
+        )
+        select $1, s.session_id, s.agent, s.model, s.started_at, s.ended_at,
+               coalesce(s.input_tokens, 0), coalesce(s.output_tokens, 0),
+               coalesce(s.cost_usd, 0), s.exit_status
+        from admitted, jsonb_to_recordset($2 -> 'sessions') as s (
+          session_id text, agent text, model text, started_at timestamptz,
+          ended_at timestamptz, input_tokens bigint, output_tokens bigint, cost_usd numeric,
+          exit_status text
+        )
+        on conflict (project_id, session_id) do update set
+          agent = excluded.agent,
+          model = excluded.model,
+          started_at = excluded.started_at,
+          ended_at = coalesce(excluded.ended_at, c.ended_at),
+          input_tokens = greatest(excluded.input_tokens, c.input_tokens),
+          output_tokens = greatest(excluded.output_tokens, c.output_tokens),
+          cost_usd = greatest(excluded.cost_usd, c.cost_usd),
+          exit_status = coalesce(excluded.exit_status, c.exit_status),
+          updated_at = now()
+      )`,
+    data: `jsonb_build_object('accepted', jsonb_array_length($2 -> 'sessions'))`,
+  },
   summary: "CLI sessions, upserted by session_id.",
   schema: z.object({
     sessions: batch(

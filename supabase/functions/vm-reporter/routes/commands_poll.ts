@@ -22,7 +22,7 @@ const command = z.object({
 
 export const commandsPoll = defineRoute({
   path: "/commands/poll",
-  sql: "private.poll_commands",
+  statement: { data: "private.poll_commands($1, $2, $3)" },
   summary: "Leases the commands due for this VM (redelivered when the lease runs out).",
   schema: z.object({
     max: z.int({ error: "must be an integer" })

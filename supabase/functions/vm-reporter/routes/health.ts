@@ -13,7 +13,49 @@ const Agent = z.object({
 
 export const health = defineRoute({
   path: "/health",
-  sql: "private.report_health",
+  // The project's health follows the newest report only, and is written only when it changes.
+  statement: {
+    with: `
+      report as (
+        select private.derive_health($2 -> 'agents') as health,
+               coalesce(($2 ->> 'reported_at')::timestamptz, now()) as reported_at
+        from admitted
+      ),
+      snapshot as (
+        insert into public.vm_health_snapshots
+          (project_id, cpu_percent, memory_percent, disk_percent, agents, health_status, reported_at)
+        select $1, ($2 ->> 'cpu_percent')::numeric, ($2 ->> 'memory_percent')::numeric,
+               ($2 ->> 'disk_percent')::numeric, $2 -> 'agents', report.health, report.reported_at
+        from report
+      ),
+      agents as (
+        insert into public.project_agents as pa
+          (project_id, name, status, current_task, last_activity_at, error, last_reported_at)
+        select $1, a.name, a.status, a.current_task, a.last_activity_at, a.error, report.reported_at
+        from report, jsonb_to_recordset($2 -> 'agents')
+          as a (name text, status text, current_task text, last_activity_at timestamptz, error text)
+        on conflict (project_id, name) do update set
+          status = excluded.status,
+          current_task = excluded.current_task,
+          last_activity_at = coalesce(excluded.last_activity_at, pa.last_activity_at),
+          error = excluded.error,
+          last_reported_at = excluded.last_reported_at
+        -- A retried, older report is kept as history but does not overwrite what is newer.
+        where pa.last_reported_at <= excluded.last_reported_at
+      ),
+      changed as (
+        update public.projects p set health_status = report.health
+        from report
+        where p.id = $1 and p.health_status is distinct from report.health
+          and private.is_newest_health_report($1, report.reported_at)
+        returning p.status
+      )`,
+    data: `(
+      select jsonb_build_object(
+        'project_status', coalesce((select status from changed), p.status),
+        'health_status', report.health)
+      from report, public.projects p where p.id = $1)`,
+  },
   summary: "The VM's resource use and its agents' states; sets the project's health.",
   schema: z.object({
     cpu_percent: percent,

@@ -4,7 +4,18 @@ import { accepted, agentName, batch, text, timestamp, uuid } from "../fields.ts"
 
 export const messages = defineRoute({
   path: "/messages",
-  sql: "private.report_messages",
+  statement: {
+    with: `
+      stored as (
+        insert into public.agent_messages (id, project_id, direction, agent, content, created_at)
+        select coalesce(m.id, gen_random_uuid()), $1, 'from_agent', m.agent, m.content,
+               coalesce(m.created_at, now())
+        from admitted, jsonb_to_recordset($2 -> 'messages')
+          as m (id uuid, agent text, content text, created_at timestamptz)
+        on conflict (project_id, id) do nothing
+      )`,
+    data: `jsonb_build_object('accepted', jsonb_array_length($2 -> 'messages'))`,
+  },
   summary: "A batch of agent chat messages; a repeated message id is stored once.",
   schema: z.object({
     messages: batch(z.object({

@@ -4,7 +4,23 @@ import { agentName, count, orderedPeriod, recorded, timestamp } from "../fields.
 
 export const productivityMetrics = defineRoute({
   path: "/metrics/productivity",
-  sql: "private.report_productivity",
+  statement: {
+    with: `
+      stored as (
+        insert into public.productivity_metrics (
+          project_id, agent, period_start, period_end, commits, prs_opened, prs_merged,
+          lines_added, lines_removed, active_minutes
+        )
+        select $1, r.agent, r.period_start, r.period_end, r.commits, r.prs_opened,
+               r.prs_merged, r.lines_added, r.lines_removed, r.active_minutes
+        from admitted, jsonb_to_record($2) as r (
+          agent text, period_start timestamptz, period_end timestamptz, commits integer,
+          prs_opened integer, prs_merged integer, lines_added integer, lines_removed integer,
+          active_minutes integer
+        )
+      )`,
+    data: `jsonb_build_object('recorded', true)`,
+  },
   summary: "One agent's productivity counters of one period.",
   schema: z.object({
     agent: agentName,

@@ -4,7 +4,21 @@ import { agentName, count, orderedPeriod, recorded, timestamp } from "../fields.
 
 export const taskMetrics = defineRoute({
   path: "/metrics/tasks",
-  sql: "private.report_task_metrics",
+  statement: {
+    with: `
+      stored as (
+        insert into public.task_metrics (
+          project_id, agent, period_start, period_end, assigned, completed, failed, drifted
+        )
+        select $1, r.agent, r.period_start, r.period_end, r.assigned, r.completed, r.failed,
+               r.drifted
+        from admitted, jsonb_to_record($2) as r (
+          agent text, period_start timestamptz, period_end timestamptz, assigned integer,
+          completed integer, failed integer, drifted integer
+        )
+      )`,
+    data: `jsonb_build_object('recorded', true)`,
+  },
   summary: "Task counters of one period, for one agent or the whole team.",
   schema: z.object({
     agent: agentName.nullish(),
