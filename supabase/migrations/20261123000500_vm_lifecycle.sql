@@ -1,0 +1,620 @@
+-- =====================================================================================
+-- VM lifecycle, by topic: the compute operations outbox, the functions behind every vm-api
+-- action, and the platform-driven transitions the reconciler applies. (private.vm_status, the
+-- `status` action, is kept where the reporter's hot path is tuned.)
+--
+-- A user action is one call: it checks membership, moves the status with a conditional update
+-- (so of two concurrent requests only one can win), records activity, and records the compute
+-- operation to perform, already claimed for the caller, in the same transaction. The caller
+-- then asks the compute driver; if that fails or the process dies, the operation's lease runs
+-- out and the reconciler takes it over. Refusals: VA403 (not a member, or no such project),
+-- VA400 (not allowed from the current status, or over the active project limit).
+--
+-- Two ways to record an operation, renamed so the difference shows:
+--   supersede_and_claim_vm_operation    a user's action: replaces whatever was in flight, and
+--                                       is claimed by the caller, who sends it now;
+--   queue_vm_operation_unless_in_flight the platform's own (drift): left to the reconciler to
+--                                       send, and not recorded while another is in flight.
+-- (They were enqueue_vm_operation and queue_vm_operation.)
+-- =====================================================================================
+
+/**
+ * Keeps `updated_at` and, when the status moves, `status_changed_at` true (what "stuck" is
+ * measured from), and forgets that the project was recorded as stuck.
+ */
+create or replace function private.touch_project() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  new.updated_at := now();
+  if new.status is distinct from old.status then
+    new.status_changed_at := now();
+    new.stuck_recorded_at := null;
+  end if;
+  return new;
+end;
+$$;
+
+-- The reconciler scans projects in transitional states (transitional_projects,
+-- record_stuck_projects): the same predicate as they ask, so the planner matches it.
+drop index public.projects_transitional_idx;
+create index projects_transitional_idx on public.projects (status_changed_at)
+  where private.is_transitional(status);
+
+-- -------------------------------------------------------------------------------------
+-- The compute operations outbox (private.vm_operations)
+-- -------------------------------------------------------------------------------------
+
+/**
+ * Records a compute operation for a user's action: any operation of the project still pending
+ * or submitted is superseded, and the new one is claimed for the caller for `p_lease_seconds`
+ * (attempt 1), since the caller sends it right after its commit. Returns its id.
+ */
+create or replace function private.supersede_and_claim_vm_operation(
+  p_project_id uuid,
+  p_kind text,
+  p_force boolean,
+  p_lease_seconds integer
+) returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_id uuid;
+begin
+  update private.vm_operations set state = 'superseded'
+    where project_id = p_project_id and state in ('pending', 'submitted');
+  insert into private.vm_operations (project_id, kind, force, attempts, next_attempt_at)
+    values (p_project_id, p_kind, p_force, 1, clock_timestamp() + make_interval(secs => p_lease_seconds))
+    returning id into v_id;
+  return v_id;
+end;
+$$;
+
+/**
+ * Records a compute operation the platform decided on (no caller is about to send it): pending
+ * and due now, for the reconciler to claim, unless an operation of the project is already
+ * pending or submitted, which then goes first.
+ */
+create or replace function private.queue_vm_operation_unless_in_flight(
+  p_project_id uuid,
+  p_kind text
+) returns void
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  insert into private.vm_operations (project_id, kind)
+  select p_project_id, p_kind
+  where not exists (
+    select 1 from private.vm_operations
+    where project_id = p_project_id and state in ('pending', 'submitted')
+  );
+$$;
+
+grant execute on function private.queue_vm_operation_unless_in_flight(uuid, text) to service_role;
+
+/**
+ * An operation with what a driver needs of its project, as the callers of the actions get it.
+ */
+create or replace function private.operation_json(p_operation_id uuid) returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'operation_id', o.id, 'kind', o.kind, 'force', o.force, 'attempts', o.attempts,
+    'project_id', p.id, 'organization_id', p.organization_id, 'name', p.name,
+    'region', p.region, 'vm_size', p.vm_size
+  )
+  from private.vm_operations o join public.projects p on p.id = o.project_id
+  where o.id = p_operation_id;
+$$;
+
+/**
+ * Claims due operations (never sent, failed and backed off, or whose lease ran out) for
+ * `p_lease_seconds`. SKIP LOCKED: concurrent reconcilers take disjoint sets.
+ */
+create or replace function private.claim_vm_operations(
+  p_limit integer,
+  p_lease_seconds integer,
+  p_max_attempts integer
+) returns setof jsonb
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  with due as (
+    select o.id
+    from private.vm_operations o
+    where o.state = 'pending'
+      and o.next_attempt_at <= clock_timestamp()
+      and o.attempts < p_max_attempts
+    order by o.next_attempt_at
+    limit p_limit
+    for update skip locked
+  )
+  update private.vm_operations o
+    set attempts = o.attempts + 1,
+        next_attempt_at = clock_timestamp() + make_interval(secs => p_lease_seconds)
+  from due, public.projects p
+  where o.id = due.id and p.id = o.project_id
+  returning jsonb_build_object(
+    'operation_id', o.id, 'kind', o.kind, 'force', o.force, 'attempts', o.attempts,
+    'project_id', p.id, 'organization_id', p.organization_id, 'name', p.name,
+    'region', p.region, 'vm_size', p.vm_size
+  );
+$$;
+
+grant execute on function private.claim_vm_operations(integer, integer, integer) to service_role;
+
+/**
+ * The driver accepted the operation: the reconciler now watches the VM for its outcome.
+ */
+create or replace function private.vm_operation_submitted(p_operation_id uuid) returns void
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  update private.vm_operations set state = 'submitted', last_error = null
+  where id = p_operation_id and state = 'pending';
+$$;
+
+grant execute on function private.vm_operation_submitted(uuid) to service_role;
+
+/**
+ * Gives up on an operation: the project gets a readable last_error, an activity entry, and a
+ * status the user can act on (the one it had before the request where that is still true).
+ */
+create or replace function private.fail_vm_operation(p_operation_id uuid, p_error text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_op private.vm_operations;
+  v_status text;
+begin
+  update private.vm_operations set state = 'failed', last_error = p_error
+    where id = p_operation_id and state in ('pending', 'submitted')
+    returning * into v_op;
+  if not found then
+    return;
+  end if;
+  -- Where the VM is after a failed operation: a failed create or start leaves no running
+  -- VM (start again, or delete); a failed stop leaves it running (stop again); a failed
+  -- delete stays deleting (delete with force sends it again).
+  v_status := case v_op.kind
+    when 'provision' then 'stopped'
+    when 'start' then 'stopped'
+    when 'deallocate' then 'active'
+    else 'deleting'
+  end;
+  update public.projects
+    set last_error = p_error,
+        status = v_status,
+        health_status = case when v_status = 'stopped' then 'unhealthy' else health_status end
+    where id = v_op.project_id;
+  perform private.record_activity(v_op.project_id, format('vm_%s_failed', v_op.kind),
+    jsonb_build_object('error', p_error, 'attempts', v_op.attempts));
+end;
+$$;
+
+grant execute on function private.fail_vm_operation(uuid, text) to service_role;
+
+/**
+ * A failed attempt: retried after an exponential backoff while attempts remain and the error
+ * is retryable, otherwise given up (fail_vm_operation). Answers 'retry', 'failed' or 'gone'.
+ */
+create or replace function private.retry_vm_operation(
+  p_operation_id uuid,
+  p_error text,
+  p_retryable boolean,
+  p_max_attempts integer,
+  p_backoff_seconds integer
+) returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_attempts integer;
+begin
+  select attempts into v_attempts from private.vm_operations
+    where id = p_operation_id and state = 'pending' for update;
+  if not found then
+    return 'gone';
+  end if;
+  if p_retryable and v_attempts < p_max_attempts then
+    update private.vm_operations
+      set last_error = p_error,
+          next_attempt_at = clock_timestamp()
+            + make_interval(secs => least(300, p_backoff_seconds * power(2, v_attempts - 1)))
+      where id = p_operation_id;
+    return 'retry';
+  end if;
+  perform private.fail_vm_operation(p_operation_id, p_error);
+  return 'failed';
+end;
+$$;
+
+grant execute on function private.retry_vm_operation(uuid, text, boolean, integer, integer)
+  to service_role;
+
+/**
+ * Gives up on operations whose last allowed attempt was claimed but never reported back.
+ */
+create or replace function private.expire_vm_operations(p_max_attempts integer) returns integer
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_op record;
+  v_count integer := 0;
+begin
+  for v_op in
+    select id, last_error from private.vm_operations
+    where state = 'pending' and attempts >= p_max_attempts and next_attempt_at <= clock_timestamp()
+    for update skip locked
+  loop
+    perform private.fail_vm_operation(v_op.id, coalesce(v_op.last_error,
+      format('The compute request was not confirmed after %s attempts', p_max_attempts)));
+    v_count := v_count + 1;
+  end loop;
+  return v_count;
+end;
+$$;
+
+grant execute on function private.expire_vm_operations(integer) to service_role;
+
+-- -------------------------------------------------------------------------------------
+-- vm-api actions (called as role authenticated, with request.jwt.claims set)
+-- -------------------------------------------------------------------------------------
+
+/**
+ * Refuses (VA400) when the organization already has `p_limit` projects that are not stopped.
+ * Locks the organization row first, so concurrent creates and starts count one at a time.
+ */
+create or replace function private.assert_active_project_capacity(
+  p_organization_id uuid,
+  p_limit integer
+) returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_active integer;
+begin
+  if p_limit is null then
+    return;
+  end if;
+  perform 1 from public.organizations where id = p_organization_id for update;
+  select count(*) into v_active
+    from public.projects
+    where organization_id = p_organization_id and status <> 'stopped';
+  if v_active >= p_limit then
+    raise exception 'Active project limit reached: this organization already has % of % allowed projects running. Stop a project first.',
+      v_active, p_limit
+      using errcode = 'VA400';
+  end if;
+end;
+$$;
+
+/**
+ * The user-requested transitions: membership, the conditional status update, activity and
+ * the compute operation, atomically. Returns {project_id, status, operation}.
+ */
+create or replace function private.request_transition(
+  p_project_id uuid,
+  p_allowed_from text[],
+  p_to text,
+  p_action text,
+  p_operation text,
+  p_force boolean,
+  p_details jsonb,
+  p_lease_seconds integer,
+  p_active_limit integer default null
+) returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_current text;
+  v_organization_id uuid;
+  v_operation_id uuid;
+begin
+  perform private.require_project_member(p_project_id);
+
+  select status, organization_id into v_current, v_organization_id
+    from public.projects where id = p_project_id;
+  if p_to = 'starting' and v_current = 'stopped' then
+    perform private.assert_active_project_capacity(v_organization_id, p_active_limit);
+  end if;
+
+  update public.projects
+    set status = p_to,
+        health_status = case when p_to = 'starting' then 'initializing' else health_status end
+    where id = p_project_id and status = any (p_allowed_from)
+    returning status into v_current;
+  if not found then
+    select status into v_current from public.projects where id = p_project_id;
+    raise exception 'Cannot % a project that is %: % needs status %.',
+      p_action, v_current, p_action, array_to_string(p_allowed_from, ' or ')
+      using errcode = 'VA400';
+  end if;
+
+  perform private.record_activity(p_project_id, format('vm_%s_requested', p_action), p_details);
+  v_operation_id := private.supersede_and_claim_vm_operation(
+    p_project_id, p_operation, p_force, p_lease_seconds);
+  return jsonb_build_object(
+    'project_id', p_project_id, 'status', p_to,
+    'operation', private.operation_json(v_operation_id)
+  );
+end;
+$$;
+
+/**
+ * create: a new project in `provisioning`, the caller its owner, provisioning recorded.
+ */
+create or replace function private.vm_create(
+  p_organization_id uuid,
+  p_name text,
+  p_region text,
+  p_vm_size text,
+  p_lease_seconds integer,
+  p_active_limit integer default null
+) returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_user_id uuid := auth.uid();
+  v_project_id uuid;
+  v_operation_id uuid;
+begin
+  if v_user_id is null or not private.is_organization_member(p_organization_id) then
+    raise exception 'You are not a member of this organization' using errcode = 'VA403';
+  end if;
+  perform private.assert_active_project_capacity(p_organization_id, p_active_limit);
+
+  insert into public.projects (organization_id, name, region, vm_size, status, health_status)
+    values (p_organization_id, p_name, p_region, p_vm_size, 'provisioning', 'initializing')
+    returning id into v_project_id;
+  insert into public.project_members (project_id, user_id, role)
+    values (v_project_id, v_user_id, 'owner');
+  perform private.record_activity(v_project_id, 'vm_create_requested',
+    jsonb_build_object('name', p_name, 'region', p_region, 'vm_size', p_vm_size));
+  v_operation_id := private.supersede_and_claim_vm_operation(
+    v_project_id, 'provision', false, p_lease_seconds);
+  return jsonb_build_object(
+    'project_id', v_project_id, 'status', 'provisioning',
+    'operation', private.operation_json(v_operation_id)
+  );
+end;
+$$;
+
+grant execute on function private.vm_create(uuid, text, text, text, integer, integer)
+  to authenticated;
+
+/**
+ * start: from stopped, within the organization's active project limit.
+ */
+create or replace function private.vm_start(
+  p_project_id uuid,
+  p_lease_seconds integer,
+  p_active_limit integer default null
+) returns jsonb
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  select private.request_transition(
+    p_project_id, array['stopped'], 'starting', 'start', 'start', false, '{}'::jsonb,
+    p_lease_seconds, p_active_limit
+  );
+$$;
+
+grant execute on function private.vm_start(uuid, integer, integer) to authenticated;
+
+/**
+ * stop: from active (or running); the VM is deallocated, so it is no longer billed.
+ */
+create or replace function private.vm_stop(p_project_id uuid, p_lease_seconds integer)
+returns jsonb
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  select private.request_transition(
+    p_project_id, array['active', 'running'], 'stopping', 'stop', 'deallocate', false,
+    '{}'::jsonb, p_lease_seconds
+  );
+$$;
+
+grant execute on function private.vm_stop(uuid, integer) to authenticated;
+
+/**
+ * delete: from stopped; with force from any state. A force delete of a project already deleting
+ * answers `deleting` and records and sends nothing while a delete operation is still pending or
+ * submitted; after one was given up it sends the delete again (the user's way to retry). The
+ * project row is locked first, so concurrent deletes of one project see each other.
+ */
+create or replace function private.vm_delete(
+  p_project_id uuid,
+  p_force boolean,
+  p_lease_seconds integer
+) returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_status text;
+begin
+  if p_force and private.is_project_member(p_project_id) then
+    select status into v_status from public.projects where id = p_project_id for update;
+    if v_status = 'deleting' and exists (
+      select 1 from private.vm_operations
+      where project_id = p_project_id and kind = 'delete' and state in ('pending', 'submitted')
+    ) then
+      return jsonb_build_object('project_id', p_project_id, 'status', 'deleting', 'operation', null);
+    end if;
+  end if;
+  return private.request_transition(
+    p_project_id,
+    case when p_force
+      then array['provisioning', 'active', 'running', 'stopping', 'stopped', 'starting', 'deleting']
+      else array['stopped']
+    end,
+    'deleting', 'delete', 'delete', p_force, jsonb_build_object('force', p_force),
+    p_lease_seconds
+  );
+end;
+$$;
+
+grant execute on function private.vm_delete(uuid, boolean, integer) to authenticated;
+
+-- Nothing calls it any more: user actions record their operations with
+-- supersede_and_claim_vm_operation above.
+drop function private.enqueue_vm_operation(uuid, text, boolean, integer);
+
+-- -------------------------------------------------------------------------------------
+-- The platform side (the reconciler, as service_role or the connecting owner)
+-- -------------------------------------------------------------------------------------
+
+/**
+ * Projects waiting for the platform: in a transitional state, with their operation if it was
+ * sent, longest waiting first.
+ */
+create or replace function private.transitional_projects(p_limit integer) returns table (
+  project_id uuid,
+  status text,
+  operation_id uuid,
+  operation_kind text
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select p.id, p.status, o.id, o.kind
+  from public.projects p
+  left join lateral (
+    select id, kind from private.vm_operations
+    where project_id = p.id and state = 'submitted'
+    order by created_at desc limit 1
+  ) o on true
+  where private.is_transitional(p.status)
+  order by p.status_changed_at
+  limit p_limit;
+$$;
+
+grant execute on function private.transitional_projects(integer) to service_role;
+
+/**
+ * Applies what the driver observed to a project still in `p_from`. Conditional on the status,
+ * so two reconcilers observing the same VM act once. Returns the outcome:
+ * 'active', 'stopped', 'deleted', 'failed' or 'unchanged'.
+ */
+create or replace function private.observe_vm(
+  p_project_id uuid,
+  p_from text,
+  p_power_state text,
+  p_detail text default null
+) returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_operation_id uuid;
+begin
+  perform 1 from public.projects where id = p_project_id and status = p_from for update;
+  if not found then
+    return 'unchanged';
+  end if;
+  select id into v_operation_id from private.vm_operations
+    where project_id = p_project_id and state = 'submitted'
+    order by created_at desc limit 1;
+
+  if p_power_state = 'failed' and v_operation_id is not null then
+    perform private.fail_vm_operation(v_operation_id,
+      coalesce(p_detail, 'The VM reported a failed provisioning state'));
+    return 'failed';
+  end if;
+
+  if p_from in ('provisioning', 'starting') and p_power_state = 'running' then
+    update public.projects set status = 'active', last_error = null where id = p_project_id;
+    perform private.record_activity(p_project_id,
+      case when p_from = 'provisioning' then 'vm_ready' else 'vm_started' end);
+  elsif p_from = 'stopping' and p_power_state = 'deallocated' then
+    update public.projects set status = 'stopped', last_error = null where id = p_project_id;
+    perform private.record_activity(p_project_id, 'vm_stopped');
+  elsif p_from = 'deleting' and p_power_state = 'gone' then
+    -- Cascades to members, activity, tokens, operations and every reported row.
+    delete from public.projects where id = p_project_id;
+    return 'deleted';
+  else
+    return 'unchanged';
+  end if;
+  update private.vm_operations set state = 'succeeded'
+    where project_id = p_project_id and state = 'submitted';
+  return case when p_from = 'stopping' then 'stopped' else 'active' end;
+end;
+$$;
+
+grant execute on function private.observe_vm(uuid, text, text, text) to service_role;
+
+/**
+ * Records, once per stay, that a project has been in a transitional state too long.
+ */
+create or replace function private.record_stuck_projects(p_stuck_after_seconds integer)
+returns integer
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_project record;
+  v_count integer := 0;
+begin
+  for v_project in
+    update public.projects set stuck_recorded_at = now()
+    where private.is_transitional(status)
+      and stuck_recorded_at is null
+      and status_changed_at < now() - make_interval(secs => p_stuck_after_seconds)
+    returning id, status, status_changed_at
+  loop
+    perform private.record_activity(v_project.id, 'vm_stuck', jsonb_build_object(
+      'status', v_project.status, 'since', private.iso8601(v_project.status_changed_at)
+    ));
+    v_count := v_count + 1;
+  end loop;
+  return v_count;
+end;
+$$;
+
+grant execute on function private.record_stuck_projects(integer) to service_role;

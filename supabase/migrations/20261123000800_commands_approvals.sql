@@ -1,0 +1,446 @@
+-- =====================================================================================
+-- Commands and approvals, by topic: both sides of each.
+--
+-- Commands (public.vm_commands) are queued by the dashboard (queue_vm_command,
+-- send_agent_message, and by decide_approval and save_persona_file) and by the platform, then
+-- delivered at least once: a poll leases them, a lease that runs out without a status report
+-- delivers again (attempt counts up, a bounded number of times), a command not collected before
+-- expires_at expires. Approvals (public.approvals) are asked for by a VM, decided once by a
+-- project member (or expired), and acknowledged by the VM.
+--
+-- The dashboard side runs as the signed-in user behind the public RPCs of the same names
+-- (20261123000200_data_api.sql, which translates their VA codes for the Data API); the VM side
+-- are reporter route handlers, dispatched by private.reporter_call through
+-- private.reporter_routes with the signature (project_id uuid, body jsonb, settings jsonb)
+-- returns jsonb, on a body the route's schema validated. Both raise VA codes only: VA400 bad
+-- input, VA403 not a member (or no such row), VA404 not found for the VM's project, VA409 not
+-- possible in the current state.
+-- =====================================================================================
+
+/**
+ * Queues a command for the project's VM (any type; callers decide which they may queue).
+ */
+create or replace function private.enqueue_command(
+  p_project_id uuid,
+  p_type text,
+  p_payload jsonb,
+  p_created_by uuid default null
+) returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_id uuid;
+begin
+  insert into public.vm_commands (project_id, type, payload, created_by)
+  values (p_project_id, p_type, coalesce(p_payload, '{}'::jsonb), p_created_by)
+  returning id into v_id;
+  return v_id;
+end;
+$$;
+
+-- -------------------------------------------------------------------------------------
+-- The dashboard side (as role authenticated, behind the public RPCs)
+-- -------------------------------------------------------------------------------------
+
+/**
+ * A member queues start_agents, stop_agents or restart_agents, with the payload
+ * {"agents": [names]} or {}. VA403 for a non-member, VA400 for another type or payload.
+ */
+create or replace function private.queue_vm_command(p_project_id uuid, p_type text, p_payload jsonb)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_user_id uuid := private.require_project_member(p_project_id);
+  v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
+begin
+  if p_type is null or p_type not in ('start_agents', 'stop_agents', 'restart_agents') then
+    raise exception 'Command type must be start_agents, stop_agents or restart_agents'
+      using errcode = 'VA400';
+  end if;
+  if jsonb_typeof(v_payload) <> 'object'
+    or exists (select 1 from jsonb_object_keys(v_payload) k where k <> 'agents')
+    or (v_payload ? 'agents' and (
+      jsonb_typeof(v_payload -> 'agents') <> 'array'
+      or exists (
+        select 1 from jsonb_array_elements(v_payload -> 'agents') a
+        where jsonb_typeof(a) <> 'string' or char_length(a #>> '{}') not between 1 and 100
+      )
+    ))
+  then
+    raise exception 'Payload must be {"agents": [agent names]} or {}' using errcode = 'VA400';
+  end if;
+  return private.enqueue_command(p_project_id, p_type, v_payload, v_user_id);
+end;
+$$;
+
+grant execute on function private.queue_vm_command(uuid, text, jsonb) to authenticated;
+
+/**
+ * A member's chat message to the agents: stored in the Chat, and delivered on their next cycle
+ * as a deliver_message command. VA403 for a non-member, VA400 for an empty or too long message.
+ */
+create or replace function private.send_agent_message(p_project_id uuid, p_content text)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_user_id uuid := private.require_project_member(p_project_id);
+  v_message public.agent_messages;
+begin
+  if p_content is null or char_length(btrim(p_content)) = 0 or char_length(p_content) > 20000 then
+    raise exception 'Message must be 1 to 20000 characters' using errcode = 'VA400';
+  end if;
+  insert into public.agent_messages (project_id, direction, user_id, content)
+    values (p_project_id, 'to_agents', v_user_id, p_content)
+    returning * into v_message;
+  perform private.enqueue_command(p_project_id, 'deliver_message', jsonb_build_object(
+    'message_id', v_message.id, 'content', v_message.content, 'user_id', v_user_id,
+    'created_at', private.iso8601(v_message.created_at)
+  ), v_user_id);
+  return v_message.id;
+end;
+$$;
+
+grant execute on function private.send_agent_message(uuid, text) to authenticated;
+
+/**
+ * A member approves or rejects a pending approval, once, and the decision is queued for the VM
+ * as an approval_decision command. VA403 for an approval that is not the caller's to see (or
+ * does not exist), VA400 for a decision other than approved/rejected or a comment over 5000
+ * characters, VA409 for an approval already decided or expired.
+ */
+create or replace function private.decide_approval(
+  p_approval_id uuid,
+  p_decision text,
+  p_comment text
+) returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_approval public.approvals;
+  v_user_id uuid;
+begin
+  select * into v_approval from public.approvals where id = p_approval_id for update;
+  if not found or auth.uid() is null or not private.is_project_member(v_approval.project_id) then
+    raise exception 'Approval not found' using errcode = 'VA403';
+  end if;
+  v_user_id := auth.uid();
+  if p_decision is null or p_decision not in ('approved', 'rejected') then
+    raise exception 'Decision must be approved or rejected' using errcode = 'VA400';
+  end if;
+  if char_length(p_comment) > 5000 then
+    raise exception 'Comment must be at most 5000 characters' using errcode = 'VA400';
+  end if;
+  if v_approval.status <> 'pending' then
+    raise exception 'This approval is already %', v_approval.status using errcode = 'VA409';
+  end if;
+  if v_approval.expires_at <= now() then
+    raise exception 'This approval has expired' using errcode = 'VA409';
+  end if;
+  update public.approvals
+    set status = p_decision, decided_by = v_user_id, decided_at = now(),
+        decision_comment = p_comment
+    where id = p_approval_id;
+  perform private.enqueue_command(v_approval.project_id, 'approval_decision', jsonb_build_object(
+    'approval_id', v_approval.id, 'request_id', v_approval.request_id,
+    'decision', p_decision, 'comment', p_comment
+  ), v_user_id);
+end;
+$$;
+
+grant execute on function private.decide_approval(uuid, text, text) to authenticated;
+
+-- Replaced by private.raise_data_api_error at the Data API's edge; decide_approval above was its
+-- last caller.
+drop function private.raise_api_error(integer, text, text);
+
+-- -------------------------------------------------------------------------------------
+-- Housekeeping: expiries and spent leases (on every poll for its project, and by the reconciler
+-- across projects)
+-- -------------------------------------------------------------------------------------
+
+/**
+ * Expires pending approvals past their time and tells the VM (an approval_decision command
+ * with decision "expired"). Limited to one project when p_project_id is given.
+ */
+create or replace function private.expire_approvals(p_project_id uuid, p_limit integer)
+returns integer
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_approval record;
+  v_count integer := 0;
+begin
+  for v_approval in
+    with due as (
+      select id from public.approvals
+      where status = 'pending' and expires_at <= now()
+        and (p_project_id is null or project_id = p_project_id)
+      order by expires_at
+      limit p_limit
+      for update skip locked
+    )
+    update public.approvals a set status = 'expired', decided_at = now()
+    from due where a.id = due.id
+    returning a.id, a.project_id, a.request_id
+  loop
+    perform private.enqueue_command(v_approval.project_id, 'approval_decision', jsonb_build_object(
+      'approval_id', v_approval.id, 'request_id', v_approval.request_id,
+      'decision', 'expired', 'comment', null
+    ));
+    v_count := v_count + 1;
+  end loop;
+  return v_count;
+end;
+$$;
+
+/**
+ * Ends commands that can no longer be delivered: queued past expires_at → expired; leased or
+ * running with the lease run out and no deliveries left → failed.
+ */
+create or replace function private.expire_commands(p_project_id uuid, p_limit integer)
+returns integer
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_count integer;
+begin
+  with expired as (
+    update public.vm_commands c
+      set status = 'expired', completed_at = now(),
+          error = 'The VM did not collect the command before it expired'
+    where c.id in (
+      select id from public.vm_commands
+      where status = 'queued' and expires_at <= now()
+        and (p_project_id is null or project_id = p_project_id)
+      limit p_limit
+      for update skip locked
+    )
+    returning 1
+  ), failed as (
+    update public.vm_commands c
+      set status = 'failed', completed_at = now(),
+          error = format('The VM did not report a result after %s deliveries', c.attempt)
+    where c.id in (
+      select id from public.vm_commands
+      where status in ('leased', 'running') and lease_expires_at <= now()
+        and attempt >= max_attempts
+        and (p_project_id is null or project_id = p_project_id)
+      limit p_limit
+      for update skip locked
+    )
+    returning 1
+  )
+  select ((select count(*) from expired) + (select count(*) from failed))::integer into v_count;
+  return v_count;
+end;
+$$;
+
+/**
+ * The reconciler's sweep of command and approval state across projects.
+ */
+create or replace function private.sweep_reporter_state(p_limit integer) returns jsonb
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'approvals_expired', private.expire_approvals(null, p_limit),
+    'commands_ended', private.expire_commands(null, p_limit)
+  );
+$$;
+
+grant execute on function private.sweep_reporter_state(integer) to service_role;
+
+-- -------------------------------------------------------------------------------------
+-- The VM side (reporter route handlers; their private.reporter_routes rows stay as they are)
+-- -------------------------------------------------------------------------------------
+
+/**
+ * /commands/poll: leases up to `max` deliverable commands, oldest first: queued ones, and leased
+ * ones whose lease ran out (redelivery, attempt counts up), for settings.command_lease_seconds.
+ * SKIP LOCKED: concurrent polls get disjoint sets.
+ */
+create or replace function private.poll_commands(p_project_id uuid, p_body jsonb, p_settings jsonb)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_lease_seconds integer := (p_settings ->> 'command_lease_seconds')::integer;
+  v_commands jsonb;
+begin
+  perform private.expire_approvals(p_project_id, 100);
+  perform private.expire_commands(p_project_id, 100);
+  with due as (
+    select id from public.vm_commands
+    where project_id = p_project_id
+      and (
+        (status = 'queued' and expires_at > now())
+        or (status in ('leased', 'running') and lease_expires_at <= now() and attempt < max_attempts)
+      )
+    order by created_at
+    limit coalesce((p_body ->> 'max')::integer, 10)
+    for update skip locked
+  ), leased as (
+    update public.vm_commands c
+      set status = 'leased', attempt = c.attempt + 1,
+          lease_expires_at = now() + make_interval(secs => v_lease_seconds),
+          delivered_at = coalesce(c.delivered_at, now())
+    from due where c.id = due.id
+    returning c.id, c.type, c.payload, c.created_at, c.expires_at, c.attempt
+  )
+  select coalesce(jsonb_agg(jsonb_build_object(
+    'id', id, 'type', type, 'payload', payload, 'created_at', private.iso8601(created_at),
+    'expires_at', private.iso8601(expires_at), 'attempt', attempt
+  ) order by created_at), '[]'::jsonb)
+  into v_commands
+  from leased;
+  return jsonb_build_object('commands', v_commands);
+end;
+$$;
+
+/**
+ * /commands/status: records a command's result. Idempotent: the same terminal status again is
+ * accepted as it is. VA404 for a command not of this project, VA409 for a command not delivered
+ * yet or a different status after a terminal one.
+ */
+create or replace function private.report_command_status(p_project_id uuid, p_body jsonb, p_settings jsonb)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_lease_seconds integer := (p_settings ->> 'command_lease_seconds')::integer;
+  v_command public.vm_commands;
+  v_status text := p_body ->> 'status';
+begin
+  select * into v_command from public.vm_commands
+    where id = (p_body ->> 'command_id')::uuid and project_id = p_project_id
+    for update;
+  if not found then
+    raise exception 'Command % not found for this project', p_body ->> 'command_id'
+      using errcode = 'VA404';
+  end if;
+  if v_command.status in ('succeeded', 'failed', 'expired') then
+    if v_command.status = v_status then
+      return jsonb_build_object('command_id', v_command.id, 'status', v_command.status);
+    end if;
+    raise exception 'Command is already %; it cannot become %', v_command.status, v_status
+      using errcode = 'VA409';
+  end if;
+  if v_command.status = 'queued' then
+    raise exception 'Command has not been delivered; poll for it first' using errcode = 'VA409';
+  end if;
+  update public.vm_commands set
+    status = v_status,
+    lease_expires_at = case when v_status = 'running'
+      then now() + make_interval(secs => v_lease_seconds) else lease_expires_at end,
+    completed_at = case when v_status = 'running' then null else now() end,
+    result = coalesce(p_body -> 'result', result),
+    error = p_body ->> 'error'
+  where id = v_command.id;
+  return jsonb_build_object('command_id', v_command.id, 'status', v_status);
+end;
+$$;
+
+/**
+ * /approvals: a VM asks for approval. Idempotent on request_id: a retry returns the same
+ * approval.
+ */
+create or replace function private.request_approval(p_project_id uuid, p_body jsonb, p_settings jsonb)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_id uuid;
+  v_status text;
+begin
+  insert into public.approvals (
+    project_id, request_id, agent, action, description, risk, details, expires_at
+  ) values (
+    p_project_id, p_body ->> 'request_id', p_body ->> 'agent', p_body ->> 'action',
+    p_body ->> 'description', coalesce(p_body ->> 'risk', 'medium'),
+    coalesce(p_body -> 'details', '{}'::jsonb),
+    now() + make_interval(secs => coalesce((p_body ->> 'expires_in_seconds')::integer, 3600))
+  )
+  on conflict (project_id, request_id) do nothing
+  returning id, status into v_id, v_status;
+  if v_id is null then
+    select id, status into v_id, v_status from public.approvals
+      where project_id = p_project_id and request_id = p_body ->> 'request_id';
+  end if;
+  return jsonb_build_object('approval_id', v_id, 'status', v_status);
+end;
+$$;
+
+/**
+ * /approvals/ack: the VM reports what it did with a decision. Idempotent for the same outcome.
+ * VA404 for an approval not of this project, VA409 for one not decided yet, an outcome the
+ * decision does not allow (only an approved one can have been executed), or a different
+ * outcome than the one already recorded.
+ */
+create or replace function private.acknowledge_approval(p_project_id uuid, p_body jsonb, p_settings jsonb)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_approval public.approvals;
+  v_outcome text := p_body ->> 'outcome';
+begin
+  select * into v_approval from public.approvals
+    where id = (p_body ->> 'approval_id')::uuid and project_id = p_project_id
+    for update;
+  if not found then
+    raise exception 'Approval % not found for this project', p_body ->> 'approval_id'
+      using errcode = 'VA404';
+  end if;
+  if v_approval.status = 'pending' then
+    raise exception 'Approval has not been decided yet' using errcode = 'VA409';
+  end if;
+  if v_approval.status <> 'approved' and v_outcome = 'executed' then
+    raise exception 'Approval was %; it cannot have been executed', v_approval.status
+      using errcode = 'VA409';
+  end if;
+  if v_approval.outcome is not null and v_approval.outcome <> v_outcome then
+    raise exception 'Approval outcome is already %', v_approval.outcome using errcode = 'VA409';
+  end if;
+  if v_approval.outcome is null then
+    update public.approvals
+      set outcome = v_outcome, outcome_details = coalesce(p_body -> 'details', '{}'::jsonb),
+          acknowledged_at = now()
+      where id = v_approval.id;
+  end if;
+  return jsonb_build_object('approval_id', v_approval.id, 'status', v_approval.status);
+end;
+$$;

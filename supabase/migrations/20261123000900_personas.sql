@@ -1,0 +1,44 @@
+-- =====================================================================================
+-- Persona files, by topic: SOUL.md, AGENTS.md and COORDINATION.md of a project's agent team.
+-- Every save is kept as a version (public.persona_file_versions; the Config tab reads the
+-- current ones through public.persona_files) and sent to the VM as an update_persona_files
+-- command, which the VM agent writes atomically into its workspace. The dashboard saves
+-- through public.save_persona_file (20261123000200_data_api.sql).
+-- =====================================================================================
+
+/**
+ * A member saves a new version of a persona file. Returns the version (1, 2, ... per file).
+ * VA403 for a non-member, VA400 for another file name or content over 256 KiB.
+ */
+create or replace function private.save_persona_file(p_project_id uuid, p_name text, p_content text)
+returns integer
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_user_id uuid := private.require_project_member(p_project_id);
+  v_version integer;
+begin
+  if p_name is null or p_name not in ('SOUL.md', 'AGENTS.md', 'COORDINATION.md') then
+    raise exception 'Persona file must be SOUL.md, AGENTS.md or COORDINATION.md'
+      using errcode = 'VA400';
+  end if;
+  if p_content is null or octet_length(p_content) > 262144 then
+    raise exception 'Persona file content must be text of at most 256 KiB' using errcode = 'VA400';
+  end if;
+  -- Serialise saves of one project so versions are gapless and unique.
+  perform 1 from public.projects where id = p_project_id for update;
+  select coalesce(max(version), 0) + 1 into v_version
+    from public.persona_file_versions where project_id = p_project_id and name = p_name;
+  insert into public.persona_file_versions (project_id, name, version, content, created_by)
+    values (p_project_id, p_name, v_version, p_content, v_user_id);
+  perform private.enqueue_command(p_project_id, 'update_persona_files', jsonb_build_object(
+    'name', p_name, 'version', v_version, 'content', p_content
+  ), v_user_id);
+  return v_version;
+end;
+$$;
+
+grant execute on function private.save_persona_file(uuid, text, text) to authenticated;
