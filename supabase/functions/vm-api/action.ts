@@ -5,7 +5,7 @@
  * the OpenAPI document are derived from them.
  */
 import type { z } from "zod";
-import type postgres from "postgres";
+import type { UserCall } from "../_shared/as_user.ts";
 import type { UserClaims } from "../_shared/auth/verify_user_jwt.ts";
 import type { ClaimedOperation } from "../_shared/operations.ts";
 import type { Services } from "../_shared/services.ts";
@@ -14,8 +14,8 @@ export interface ActionContext {
   services: Services;
   claims: UserClaims;
   requestId: string;
-  /** Runs queries as the signed-in user (role authenticated, RLS applies). */
-  asUser<T>(run: (tx: postgres.TransactionSql) => Promise<T>): Promise<T>;
+  /** Answers one SQL call made as the signed-in user (role authenticated, RLS applies). */
+  asUser<T>(call: UserCall): Promise<T>;
   /** Sends a recorded, claimed operation to the compute driver after the response. */
   dispatch(operation: ClaimedOperation): void;
 }

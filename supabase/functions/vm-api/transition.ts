@@ -2,7 +2,7 @@
  * create, start, stop and delete are the same request shape: call one transition function as the
  * user, then send the operation it recorded.
  */
-import type postgres from "postgres";
+import type { UserCall } from "../_shared/as_user.ts";
 import type { z } from "zod";
 import type { projectStatus } from "../_shared/project_state.ts";
 import type { ClaimedOperation } from "../_shared/operations.ts";
@@ -20,9 +20,9 @@ export interface TransitionResult {
 
 export async function requestTransition(
   ctx: ActionContext,
-  call: (tx: postgres.TransactionSql) => postgres.PendingQuery<[{ result: TransitionResult }]>,
+  call: UserCall,
 ): Promise<Omit<TransitionResult, "operation">> {
-  const result = await ctx.asUser(async (tx) => (await call(tx))[0].result);
+  const result = await ctx.asUser<TransitionResult>(call);
   if (result.operation) ctx.dispatch(result.operation);
   return { project_id: result.project_id, status: result.status };
 }

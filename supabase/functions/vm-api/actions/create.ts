@@ -21,10 +21,10 @@ export const create = defineAction({
   response: transitionAnswer,
   handle: (ctx, input) => {
     const { config } = ctx.services;
-    return requestTransition(ctx, (tx) =>
-      tx`select private.vm_create(
+    return requestTransition(ctx, (sql) =>
+      sql`private.vm_create(
         ${input.organization_id}, ${input.name}, ${input.region}, ${input.vm_size},
         ${config.operations.leaseSeconds}, ${config.activeProjectLimit}
-      ) as result`);
+      )`);
   },
 });

@@ -14,8 +14,8 @@ export const deleteProject = defineAction({
   }),
   response: transitionAnswer,
   handle: (ctx, input) =>
-    requestTransition(ctx, (tx) =>
-      tx`select private.vm_delete(
+    requestTransition(ctx, (sql) =>
+      sql`private.vm_delete(
         ${input.project_id}, ${input.force}, ${ctx.services.config.operations.leaseSeconds}
-      ) as result`),
+      )`),
 });

@@ -10,9 +10,9 @@ export const start = defineAction({
   response: transitionAnswer,
   handle: (ctx, input) => {
     const { config } = ctx.services;
-    return requestTransition(ctx, (tx) =>
-      tx`select private.vm_start(
+    return requestTransition(ctx, (sql) =>
+      sql`private.vm_start(
         ${input.project_id}, ${config.operations.leaseSeconds}, ${config.activeProjectLimit}
-      ) as result`);
+      )`);
   },
 });

@@ -34,11 +34,7 @@ export const status = defineAction({
   schema: z.object({ action: z.literal("status"), project_id: projectId }),
   response: statusAnswer,
   handle: (ctx, input) =>
-    ctx.asUser(async (tx) => {
-      const [row] = await tx<[{ result: z.output<typeof statusAnswer> }]>`
-        select private.vm_status(
-          ${input.project_id}, ${ctx.services.config.stuckAfterSeconds}
-        ) as result`;
-      return row.result;
-    }),
+    ctx.asUser<z.output<typeof statusAnswer>>((sql) =>
+      sql`private.vm_status(${input.project_id}, ${ctx.services.config.stuckAfterSeconds})`
+    ),
 });

@@ -9,8 +9,8 @@ export const stop = defineAction({
   schema: z.object({ action: z.literal("stop"), project_id: projectId }),
   response: transitionAnswer,
   handle: (ctx, input) =>
-    requestTransition(ctx, (tx) =>
-      tx`select private.vm_stop(
+    requestTransition(ctx, (sql) =>
+      sql`private.vm_stop(
         ${input.project_id}, ${ctx.services.config.operations.leaseSeconds}
-      ) as result`),
+      )`),
 });
