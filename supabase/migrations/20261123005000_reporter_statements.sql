@@ -83,3 +83,8 @@ revoke execute on function private.delete_project_telemetry() from public;
 create trigger projects_delete_telemetry
   after delete on public.projects
   for each row execute function private.delete_project_telemetry();
+
+-- Every report updates its project's rate-limit row and its agents' rows in place. Room left on
+-- each page lets those updates stay on the page (HOT: no new index entries, no page splits).
+alter table private.rate_limits set (fillfactor = 70);
+alter table public.project_agents set (fillfactor = 70);

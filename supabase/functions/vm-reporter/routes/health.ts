@@ -47,7 +47,8 @@ export const health = defineRoute({
         update public.projects p set health_status = report.health
         from report
         where p.id = $1 and p.health_status is distinct from report.health
-          and private.is_newest_health_report($1, report.reported_at)
+          -- On p's column, so it is tried after the cheap test above, not before the join.
+          and private.is_newest_health_report(p.id, report.reported_at)
         returning p.status
       )`,
     data: `(
