@@ -14,8 +14,9 @@
 --   VA403  forbidden: not a member, or no such row (indistinguishable on purpose)
 --   VA404  not found (for callers that may know a row exists: the platform, a VM's own rows)
 --   VA409  conflict with the current state
--- vm-api maps them to its error codes (_shared/sql_errors.ts); the dashboard's RPCs translate
--- them at the Data API's edge (20261123000200_data_api.sql), where PostgREST cannot map them.
+-- vm-api and vm-reporter map them to their error codes (_shared/sql_errors.ts); the dashboard's
+-- RPCs translate them at the Data API's edge (20261123000200_data_api.sql), where PostgREST
+-- cannot map them.
 -- =====================================================================================
 
 /**

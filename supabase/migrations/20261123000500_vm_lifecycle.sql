@@ -1,7 +1,7 @@
 -- =====================================================================================
 -- VM lifecycle, by topic: the compute operations outbox, the functions behind every vm-api
--- action, and the platform-driven transitions the reconciler applies. (private.vm_status, the
--- `status` action, is kept where the reporter's hot path is tuned.)
+-- action, and the platform-driven transitions the reconciler applies (but private.vm_status,
+-- behind `status`, which is left to the request path's performance work).
 --
 -- A user action is one call: it checks membership, moves the status with a conditional update
 -- (so of two concurrent requests only one can win), records activity, and records the compute

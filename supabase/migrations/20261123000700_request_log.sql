@@ -2,8 +2,8 @@
 -- The reporter's request log, by topic: public.vm_reporter_request_log (partitioned by day,
 -- 20261122000700_partitioned_telemetry.sql) holds every reporter request whatever its
 -- outcome, for the Logs tab; vm-reporter buffers the rows and writes them in batches. Its
--- project_id has no foreign key (a 401 may name no project), so deleting a project removes its
--- rows with a trigger.
+-- project_id has no foreign key (a 401 may name no project): deleting a project removes its rows
+-- with a trigger, private.delete_project_telemetry since 20261123005000_reporter_statements.sql.
 -- =====================================================================================
 
 /**
@@ -33,17 +33,3 @@ end;
 $$;
 
 grant execute on function private.log_reporter_requests(jsonb) to service_role;
-
-/**
- * Deleting a project removes its request log too (trigger projects_delete_request_log).
- */
-create or replace function private.delete_project_request_log() returns trigger
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-  delete from public.vm_reporter_request_log where project_id = old.id;
-  return old;
-end;
-$$;

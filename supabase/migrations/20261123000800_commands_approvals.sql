@@ -10,11 +10,10 @@
 --
 -- The dashboard side runs as the signed-in user behind the public RPCs of the same names
 -- (20261123000200_data_api.sql, which translates their VA codes for the Data API); the VM side
--- are reporter route handlers, dispatched by private.reporter_call through
--- private.reporter_routes with the signature (project_id uuid, body jsonb, settings jsonb)
--- returns jsonb, on a body the route's schema validated. Both raise VA codes only: VA400 bad
--- input, VA403 not a member (or no such row), VA404 not found for the VM's project, VA409 not
--- possible in the current state.
+-- are the reporter's route handlers, (project_id uuid, body jsonb, settings jsonb) returns
+-- jsonb, called for an authenticated VM with a body its route's schema validated. Both raise VA
+-- codes only: VA400 bad input, VA403 not a member (or no such row), VA404 not found for the VM's
+-- project, VA409 not possible in the current state.
 -- =====================================================================================
 
 /**
@@ -273,7 +272,7 @@ $$;
 grant execute on function private.sweep_reporter_state(integer) to service_role;
 
 -- -------------------------------------------------------------------------------------
--- The VM side (reporter route handlers; their private.reporter_routes rows stay as they are)
+-- The VM side (reporter route handlers; same signatures, so the routes calling them stand)
 -- -------------------------------------------------------------------------------------
 
 /**

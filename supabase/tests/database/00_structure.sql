@@ -1,6 +1,5 @@
 begin;
--- The assertions also run as the API roles (`set local role`); pgTAP is theirs for this test only.
-grant execute on all functions in schema extensions to anon, authenticated;
+\ir fixtures.psql
 select plan(16);
 
 -- The tables the outside world names (contract §2).

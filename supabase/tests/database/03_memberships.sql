@@ -1,32 +1,20 @@
+-- Memberships (20261123000300_memberships.sql): who sees organizations, projects, their members
+-- and activity (RLS on the membership predicates), and the check the dashboard RPCs make.
 begin;
--- The assertions also run as the API roles (`set local role`); pgTAP is theirs for this test only.
-grant execute on all functions in schema extensions to anon, authenticated;
-select plan(12);
+\ir fixtures.psql
+select plan(15);
 
--- Two users, two organizations, one project each.
-insert into auth.users (id, email) values
-  ('11111111-1111-4111-8111-111111111111', 'member@example.test'),
-  ('22222222-2222-4222-8222-222222222222', 'outsider@example.test');
-insert into public.organizations (id, name) values
-  ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'Member org'),
-  ('bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb', 'Outsider org');
-insert into public.organization_members (organization_id, user_id) values
-  ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', '11111111-1111-4111-8111-111111111111'),
-  ('bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb', '22222222-2222-4222-8222-222222222222');
-insert into public.projects (id, organization_id, name) values
-  ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'Member project'),
-  ('dddddddd-dddd-4ddd-8ddd-dddddddddddd', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb', 'Outsider project');
-insert into public.project_members (project_id, user_id, role) values
-  ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', '11111111-1111-4111-8111-111111111111', 'owner'),
-  ('dddddddd-dddd-4ddd-8ddd-dddddddddddd', '22222222-2222-4222-8222-222222222222', 'owner');
+-- One project each, with an activity entry.
+select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
+  'Member project', p_owner => '11111111-1111-4111-8111-111111111111');
+select tests.create_project('dddddddd-dddd-4ddd-8ddd-dddddddddddd', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb',
+  'Other project', p_owner => '22222222-2222-4222-8222-222222222222');
 insert into public.project_activity (project_id, action) values
   ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'vm_create_requested'),
   ('dddddddd-dddd-4ddd-8ddd-dddddddddddd', 'vm_create_requested');
 
 -- As the member.
-set local role authenticated;
-select set_config('request.jwt.claims',
-  '{"sub": "11111111-1111-4111-8111-111111111111", "role": "authenticated"}', true);
+select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
 
 select results_eq('select id from public.projects',
   $$values ('cccccccc-cccc-4ccc-8ccc-cccccccccccc'::uuid)$$,
@@ -46,16 +34,29 @@ select throws_ok(
   'a member cannot change a project directly');
 
 -- As an authenticated user who belongs to nothing.
-select set_config('request.jwt.claims',
-  '{"sub": "33333333-3333-4333-8333-333333333333", "role": "authenticated"}', true);
+select tests.authenticate_as('33333333-3333-4333-8333-333333333333');
 select is_empty('select 1 from public.projects', 'a non-member sees no project');
 select is_empty('select 1 from public.organizations', 'a non-member sees no organization');
 select is_empty('select 1 from public.project_activity', 'a non-member sees no activity');
 select is_empty('select 1 from public.project_members', 'a non-member sees no membership');
 
--- As anon.
+-- The check behind the dashboard RPCs, made as their SECURITY DEFINER functions make it (as the
+-- owner, with the caller's claims): the caller's id, or VA403.
+select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
 reset role;
-set local role anon;
+select is(private.require_project_member('cccccccc-cccc-4ccc-8ccc-cccccccccccc'),
+  '11111111-1111-4111-8111-111111111111'::uuid, 'a member passes the RPCs'' check as themselves');
+select tests.authenticate_as('22222222-2222-4222-8222-222222222222');
+reset role;
+select throws_ok($$select private.require_project_member('cccccccc-cccc-4ccc-8ccc-cccccccccccc')$$,
+  'VA403', 'You are not a member of this project', 'a member of another project is refused with VA403');
+select tests.authenticate_as(null);
+reset role;
+select throws_ok($$select private.require_project_member('cccccccc-cccc-4ccc-8ccc-cccccccccccc')$$,
+  'VA403', 'You are not a member of this project', 'a caller without a user id is refused with VA403');
+
+-- As anon.
+select tests.clear_authentication();
 select throws_ok('select 1 from public.projects', '42501', 'permission denied for table projects',
   'anon cannot read projects');
 select throws_ok('select 1 from public.organizations', '42501',

@@ -1,41 +1,32 @@
+-- VM lifecycle (20261123000500_vm_lifecycle.sql): the functions behind every vm-api action, with
+-- their membership checks and VA refusals, the operations they record, and the reconciler's view
+-- of transitional projects.
 begin;
--- The assertions also run as the API roles (`set local role`); pgTAP is theirs for this test only.
-grant execute on all functions in schema extensions to anon, authenticated;
-select plan(24);
+\ir fixtures.psql
+select plan(29);
 
-insert into auth.users (id, email) values
-  ('11111111-1111-4111-8111-111111111111', 'member@example.test'),
-  ('22222222-2222-4222-8222-222222222222', 'outsider@example.test');
-insert into public.organizations (id, name) values
-  ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'Member org');
-insert into public.organization_members (organization_id, user_id) values
-  ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', '11111111-1111-4111-8111-111111111111');
-insert into public.projects (id, organization_id, name, status) values
-  ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'Running', 'active'),
-  ('eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'Stopped', 'stopped');
-insert into public.project_members (project_id, user_id, role) values
-  ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', '11111111-1111-4111-8111-111111111111', 'owner'),
-  ('eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee', '11111111-1111-4111-8111-111111111111', 'owner');
+select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
+  'Running', 'active', '11111111-1111-4111-8111-111111111111');
+select tests.create_project('eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
+  'Stopped', 'stopped', '11111111-1111-4111-8111-111111111111');
+-- Another organization's projects, for the reconciler: one starting and one active for 10 minutes.
+select tests.create_project('0b000000-0000-4000-8000-000000000001', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb',
+  'Slow start', 'starting', p_status_changed_at => now() - interval '10 minutes');
+select tests.create_project('0b000000-0000-4000-8000-000000000002', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb',
+  'Settled', 'active', p_status_changed_at => now() - interval '10 minutes');
 
 -- The platform-only functions are not for signed-in users.
 select ok(not has_function_privilege('authenticated', 'private.hit_rate_limit(text, integer, integer)', 'execute'),
   'authenticated cannot spend rate budgets directly');
-select ok(not has_function_privilege('authenticated', 'private.issue_reporter_token(uuid, bytea, text, interval)', 'execute'),
-  'authenticated cannot issue reporter tokens');
 select ok(not has_function_privilege('authenticated', 'private.observe_vm(uuid, text, text, text)', 'execute'),
   'authenticated cannot drive platform transitions');
 select ok(not has_function_privilege('anon', 'private.vm_create(uuid, text, text, text, integer, integer)', 'execute'),
   'anon cannot create projects');
-select ok(not has_table_privilege('authenticated', 'private.reporter_tokens', 'select'),
-  'authenticated cannot read reporter token hashes');
 select ok(not has_table_privilege('authenticated', 'private.vm_operations', 'select'),
   'authenticated cannot read the operations outbox');
 
-set local role authenticated;
-
 -- The member.
-select set_config('request.jwt.claims',
-  '{"sub": "11111111-1111-4111-8111-111111111111", "role": "authenticated"}', true);
+select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
 
 select is((private.vm_create('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'New', 'australiaeast', 'Standard_D2s_v3', 30, null)) ->> 'status',
   'provisioning', 'a member of the organization can create a project');
@@ -64,9 +55,8 @@ select is(jsonb_array_length((private.vm_status('cccccccc-cccc-4ccc-8ccc-ccccccc
 select throws_ok($$select private.vm_create('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'Over', 'australiaeast', 'Standard_D2s_v3', 30, 3)$$,
   'VA400', null, 'the active project limit refuses a create beyond it');
 
--- The outsider.
-select set_config('request.jwt.claims',
-  '{"sub": "22222222-2222-4222-8222-222222222222", "role": "authenticated"}', true);
+-- A member of another organization.
+select tests.authenticate_as('22222222-2222-4222-8222-222222222222');
 select throws_ok($$select private.vm_create('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'X', 'australiaeast', 'Standard_D2s_v3', 30, null)$$,
   'VA403', 'You are not a member of this organization', 'a non-member cannot create in the organization');
 select throws_ok($$select private.vm_start('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 30, null)$$,
@@ -79,6 +69,43 @@ select throws_ok($$select private.vm_status('cccccccc-cccc-4ccc-8ccc-ccccccccccc
   'VA403', 'You are not a member of this project', 'a non-member cannot read the status');
 select throws_ok($$select private.vm_status('99999999-9999-4999-8999-999999999999', 300)$$,
   'VA403', 'You are not a member of this project', 'a missing project looks the same as a foreign one');
+
+-- The operations the actions recorded (as the platform).
+reset role;
+select results_eq(
+  $$select kind, state, attempts, next_attempt_at > now() from private.vm_operations
+    where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc'$$,
+  $$values ('deallocate'::text, 'pending'::text, 1, true)$$,
+  'a user''s action records its operation already claimed by the caller: attempt 1, leased');
+select results_eq(
+  $$select kind, state from private.vm_operations
+    where project_id = 'eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee' order by created_at, kind$$,
+  $$values ('delete'::text, 'pending'::text), ('start', 'superseded')$$,
+  'a later action supersedes the operation still in flight');
+select hasnt_function('private', 'enqueue_vm_operation',
+  'enqueue_vm_operation is gone: user actions call supersede_and_claim_vm_operation');
+
+-- The reconciler's view: transitional projects are exactly the ones is_transitional names (of
+-- this file's projects: the database under test may hold others).
+select results_eq(
+  $$select name from private.transitional_projects(1000) t join public.projects p on p.id = t.project_id
+    where p.organization_id in ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb')
+    order by name$$,
+  $$values ('New'::text), ('Running'), ('Slow start'), ('Stopped')$$,
+  'transitional_projects lists the provisioning, starting, stopping and deleting projects');
+select ok(private.record_stuck_projects(300) >= 1, 'record_stuck_projects records what it finds');
+select results_eq(
+  $$select p.name, a.details ->> 'status' from public.project_activity a
+    join public.projects p on p.id = a.project_id
+    where a.action = 'vm_stuck'
+      and p.organization_id in ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb')$$,
+  $$values ('Slow start'::text, 'starting'::text)$$,
+  'only the transitional project older than the threshold is recorded as stuck, not the settled one');
+select is(
+  (select pg_get_expr(indpred, indrelid) from pg_index
+   where indexrelid = 'public.projects_transitional_idx'::regclass),
+  'private.is_transitional(status)',
+  'the reconciler''s index is defined with is_transitional, so the planner matches its scans');
 
 select * from finish();
 rollback;

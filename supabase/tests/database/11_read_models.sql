@@ -1,29 +1,16 @@
--- Row Level Security and privileges of everything migrations 600–900 add: the reporter's tables,
--- commands, approvals, persona files and the dashboard views. A project member reads exactly their
--- project's rows; a member of another project none of them; anon nothing; nobody writes directly.
+-- The read models: Row Level Security and privileges of what the VMs report (the reporter's
+-- tables), commands, approvals, persona files and the dashboard views. A project member reads
+-- exactly their project's rows; a member of another project none of them; anon nothing; nobody
+-- writes directly.
 begin;
--- The assertions also run as the API roles (`set local role`); pgTAP is theirs for this test only.
-grant execute on all functions in schema extensions to anon, authenticated;
+\ir fixtures.psql
 select plan(122);
 
--- Two users, two organizations, one project each. Both projects have been active 40 minutes.
-insert into auth.users (id, email) values
-  ('11111111-1111-4111-8111-111111111111', 'member@example.test'),
-  ('22222222-2222-4222-8222-222222222222', 'other@example.test');
-insert into public.organizations (id, name) values
-  ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'Member org'),
-  ('bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb', 'Other org');
-insert into public.organization_members (organization_id, user_id) values
-  ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', '11111111-1111-4111-8111-111111111111'),
-  ('bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb', '22222222-2222-4222-8222-222222222222');
-insert into public.projects (id, organization_id, name, status, status_changed_at) values
-  ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'P1', 'active',
-   now() - interval '40 minutes'),
-  ('dddddddd-dddd-4ddd-8ddd-dddddddddddd', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb', 'P2', 'active',
-   now() - interval '40 minutes');
-insert into public.project_members (project_id, user_id, role) values
-  ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', '11111111-1111-4111-8111-111111111111', 'owner'),
-  ('dddddddd-dddd-4ddd-8ddd-dddddddddddd', '22222222-2222-4222-8222-222222222222', 'owner');
+-- One project each. Both projects have been active 40 minutes.
+select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
+  'P1', 'active', '11111111-1111-4111-8111-111111111111', now() - interval '40 minutes');
+select tests.create_project('dddddddd-dddd-4ddd-8ddd-dddddddddddd', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb',
+  'P2', 'active', '22222222-2222-4222-8222-222222222222', now() - interval '40 minutes');
 insert into public.project_activity (project_id, action) values
   ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'vm_ready'),
   ('dddddddd-dddd-4ddd-8ddd-dddddddddddd', 'vm_ready');
@@ -170,9 +157,7 @@ select results_eq(
   'agent_status marks agents silent for 30 minutes on a running VM');
 
 -- As the member of P1.
-set local role authenticated;
-select set_config('request.jwt.claims',
-  '{"sub": "11111111-1111-4111-8111-111111111111", "role": "authenticated"}', true);
+select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
 
 select results_eq('select project_id, count(*)::int from public.vm_health_snapshots group by project_id',
   $$values ('cccccccc-cccc-4ccc-8ccc-cccccccccccc'::uuid, 2)$$,
@@ -329,8 +314,7 @@ select throws_ok('delete from public.persona_file_versions',
 
 -- As the member of P2 (another project in another organization): none of P1's rows (first count),
 -- P2's own rows (second count, so the check is not vacuous), nothing else (third count).
-select set_config('request.jwt.claims',
-  '{"sub": "22222222-2222-4222-8222-222222222222", "role": "authenticated"}', true);
+select tests.authenticate_as('22222222-2222-4222-8222-222222222222');
 
 select results_eq(
   $$select count(*) filter (where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc')::int,
@@ -488,8 +472,7 @@ select results_eq(
   'a member of P2 sees none of P1''s rows of persona_files');
 
 -- As anon: no privilege on any of them.
-reset role;
-set local role anon;
+select tests.clear_authentication();
 select throws_ok('select 1 from public.vm_health_snapshots', '42501',
   'permission denied for table vm_health_snapshots', 'anon cannot read vm_health_snapshots');
 select throws_ok('select 1 from public.project_agents', '42501',
