@@ -154,6 +154,96 @@ Deno.test("supabase-js calls the dashboard RPCs through /rest/v1", async (t) => 
     assert.equal(row!.status, "approved");
   });
 
+  await t.step("every refusal of a member keeps its status, code and message", async () => {
+    // The functions behind the RPCs raise VA400/VA403/VA409; the RPCs answer as they always did.
+    const vm = reporter(server, a.projectId, a.token);
+    const pending = await vm.ok("/approvals", {
+      request_id: "req-refusals",
+      agent: "builder",
+      action: "deploy",
+      description: "Ship it",
+    });
+    const expired = await vm.ok("/approvals", {
+      request_id: "req-expired",
+      agent: "builder",
+      action: "deploy",
+      description: "Ship it later",
+    });
+    await db.sql`
+      update public.approvals set expires_at = now() - interval '1 second'
+      where id = ${expired.approval_id}`;
+    const before = await commandsOf(a.projectId);
+    const cases: [string, Record<string, unknown>, number, string, string][] = [
+      [
+        "queue_vm_command",
+        { p_project_id: a.projectId, p_type: "deliver_message" },
+        400,
+        "22023",
+        "Command type must be start_agents, stop_agents or restart_agents",
+      ],
+      [
+        "queue_vm_command",
+        { p_project_id: a.projectId, p_type: "stop_agents", p_payload: { force: true } },
+        400,
+        "22023",
+        'Payload must be {"agents": [agent names]} or {}',
+      ],
+      [
+        "send_agent_message",
+        { p_project_id: a.projectId, p_content: "   " },
+        400,
+        "22023",
+        "Message must be 1 to 20000 characters",
+      ],
+      [
+        "save_persona_file",
+        { p_project_id: a.projectId, p_name: "SOUL.md", p_content: "x".repeat(262_145) },
+        400,
+        "22023",
+        "Persona file content must be text of at most 256 KiB",
+      ],
+      [
+        "decide_approval",
+        { p_approval_id: pending.approval_id, p_decision: "maybe" },
+        400,
+        "22023",
+        "Decision must be approved or rejected",
+      ],
+      [
+        "decide_approval",
+        { p_approval_id: pending.approval_id, p_decision: "approved", p_comment: "x".repeat(5001) },
+        400,
+        "22023",
+        "Comment must be at most 5000 characters",
+      ],
+      [
+        "decide_approval",
+        { p_approval_id: crypto.randomUUID(), p_decision: "approved" },
+        403,
+        "42501",
+        "Approval not found",
+      ],
+      [
+        "decide_approval",
+        { p_approval_id: expired.approval_id, p_decision: "approved" },
+        409,
+        "55000",
+        "This approval has expired",
+      ],
+    ];
+    for (const [fn, args, status, code, message] of cases) {
+      const answer = await member.rpc(fn, args);
+      const what = `${fn}: ${JSON.stringify(answer.error)}`;
+      assert.equal(answer.status, status, what);
+      assert.deepEqual(
+        { code: answer.error?.code, message: answer.error?.message },
+        { code, message },
+        what,
+      );
+    }
+    assert.equal(await commandsOf(a.projectId), before);
+  });
+
   await t.step("an outsider is refused by every RPC and nothing is written", async () => {
     const vm = reporter(server, a.projectId, a.token);
     const { approval_id } = await vm.ok("/approvals", {
@@ -173,9 +263,16 @@ Deno.test("supabase-js calls the dashboard RPCs through /rest/v1", async (t) => 
       }),
       outsider.rpc("decide_approval", { p_approval_id: approval_id, p_decision: "approved" }),
     ];
-    for (const answer of await Promise.all(calls)) {
+    const messages = [
+      "You are not a member of this project",
+      "You are not a member of this project",
+      "You are not a member of this project",
+      "Approval not found",
+    ];
+    for (const [i, answer] of (await Promise.all(calls)).entries()) {
       assert.equal(answer.status, 403, JSON.stringify(answer.error));
       assert.equal(answer.error?.code, "42501");
+      assert.equal(answer.error?.message, messages[i]);
     }
     assert.equal(await commandsOf(a.projectId), before);
     const [row] = await db.sql`select status from public.approvals where id = ${approval_id}`;

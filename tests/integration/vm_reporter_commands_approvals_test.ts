@@ -755,7 +755,7 @@ Deno.test("approvals: requested by the VM, decided by a member, acknowledged", a
 
 /**
  * A decision on an approval that is no longer pending: the Data API answers 409 with code 55000
- * (SQLSTATE PGRST carrying the body PostgREST sends, see private.raise_api_error).
+ * (SQLSTATE PGRST carrying the body PostgREST sends, see private.raise_data_api_error).
  */
 function assertConflict(error: { code: string; message: string }, message: RegExp) {
   assert.equal(error.code, "PGRST");
