@@ -46,15 +46,7 @@ export type Database = {
           project_id?: string;
           user_id?: string | null;
         };
-        Relationships: [
-          {
-            foreignKeyName: "agent_messages_project_id_fkey";
-            columns: ["project_id"];
-            isOneToOne: false;
-            referencedRelation: "projects";
-            referencedColumns: ["id"];
-          },
-        ];
+        Relationships: [];
       };
       approvals: {
         Row: {
@@ -155,15 +147,7 @@ export type Database = {
           project_id?: string;
           severity?: string;
         };
-        Relationships: [
-          {
-            foreignKeyName: "audit_events_project_id_fkey";
-            columns: ["project_id"];
-            isOneToOne: false;
-            referencedRelation: "projects";
-            referencedColumns: ["id"];
-          },
-        ];
+        Relationships: [];
       };
       cli_sessions: {
         Row: {
@@ -205,15 +189,7 @@ export type Database = {
           started_at?: string;
           updated_at?: string;
         };
-        Relationships: [
-          {
-            foreignKeyName: "cli_sessions_project_id_fkey";
-            columns: ["project_id"];
-            isOneToOne: false;
-            referencedRelation: "projects";
-            referencedColumns: ["id"];
-          },
-        ];
+        Relationships: [];
       };
       git_sync_reports: {
         Row: {
@@ -252,15 +228,7 @@ export type Database = {
           sync_attempts?: number;
           sync_failures?: number;
         };
-        Relationships: [
-          {
-            foreignKeyName: "git_sync_reports_project_id_fkey";
-            columns: ["project_id"];
-            isOneToOne: false;
-            referencedRelation: "projects";
-            referencedColumns: ["id"];
-          },
-        ];
+        Relationships: [];
       };
       organization_members: {
         Row: { created_at: string; organization_id: string; role: string; user_id: string };
@@ -360,15 +328,7 @@ export type Database = {
           prs_opened?: number | null;
           reported_at?: string;
         };
-        Relationships: [
-          {
-            foreignKeyName: "productivity_metrics_project_id_fkey";
-            columns: ["project_id"];
-            isOneToOne: false;
-            referencedRelation: "projects";
-            referencedColumns: ["id"];
-          },
-        ];
+        Relationships: [];
       };
       project_activity: {
         Row: { action: string; created_at: string; details: Json; id: number; project_id: string };
@@ -544,15 +504,7 @@ export type Database = {
           project_id?: string;
           reported_at?: string;
         };
-        Relationships: [
-          {
-            foreignKeyName: "task_metrics_project_id_fkey";
-            columns: ["project_id"];
-            isOneToOne: false;
-            referencedRelation: "projects";
-            referencedColumns: ["id"];
-          },
-        ];
+        Relationships: [];
       };
       vm_commands: {
         Row: {
@@ -653,15 +605,7 @@ export type Database = {
           project_id?: string;
           reported_at?: string;
         };
-        Relationships: [
-          {
-            foreignKeyName: "vm_health_snapshots_project_id_fkey";
-            columns: ["project_id"];
-            isOneToOne: false;
-            referencedRelation: "projects";
-            referencedColumns: ["id"];
-          },
-        ];
+        Relationships: [];
       };
       vm_reporter_request_log: {
         Row: {
