@@ -1,5 +1,6 @@
 /**
- * `deno task test`: type check, then every Deno test (unit, integration, and the pgTAP files in
+ * `deno task test`: type check, then every Deno test (the per-route and per-action files beside
+ * the code in `supabase/functions/`, unit, integration, and the pgTAP files in
  * `supabase/tests/database/`) against a throw-away PostgreSQL cluster that shares nothing with
  * `deno task start`. Extra arguments go to `deno test` (e.g. a file or `--filter`).
  */
@@ -22,7 +23,7 @@ try {
     "-A",
     "--no-check",
     `--junit-path=${junit}`,
-    ...(Deno.args.length ? Deno.args : ["tests/"]),
+    ...(Deno.args.length ? Deno.args : ["tests/", "supabase/functions/"]),
   ], { TEST_DATABASE_URL: database.cluster.url, TEST_TEMPLATE_DATABASE: database.name });
   console.log(await summary(junit));
 } finally {

@@ -3,12 +3,11 @@
  * process on a free port against a test database, and keeps everything it prints so tests can look
  * for (or make sure of the absence of) things in the server log.
  */
-export interface TestServer extends AsyncDisposable {
-  /** e.g. http://127.0.0.1:40123 */
-  origin: string;
+import type { Endpoint } from "./endpoint.ts";
+
+export interface TestServer extends Endpoint, AsyncDisposable {
   /** The server process id. */
   pid: number;
-  functionUrl(name: string): string;
   /** Everything the server printed so far (stdout and stderr). */
   output(): string;
   /** SIGTERM: the graceful stop of Ctrl-C. */
@@ -84,6 +83,7 @@ export async function startServer(
     origin,
     pid: child.pid,
     functionUrl: (name) => `${origin}/functions/v1/${name}`,
+    fetch: (request) => fetch(request),
     output: () => text,
     stop: () => end("SIGTERM"),
     kill: () => end("SIGKILL"),

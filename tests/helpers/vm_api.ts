@@ -1,6 +1,6 @@
 /** Calls vm-api on a test server the way the dashboard does, and reads the answer. */
 import { type MintOptions, mintUserJwt } from "../../scripts/lib/jwt.ts";
-import type { TestServer } from "./server.ts";
+import type { Endpoint } from "./endpoint.ts";
 
 export interface ApiAnswer {
   status: number;
@@ -18,8 +18,8 @@ export interface CallOptions {
   rawBody?: BodyInit;
 }
 
-export function vmApi(server: TestServer) {
-  const url = server.functionUrl("vm-api");
+export function vmApi(endpoint: Endpoint) {
+  const url = endpoint.functionUrl("vm-api");
   return {
     url,
     async call(
@@ -39,13 +39,15 @@ export function vmApi(server: TestServer) {
         : null;
       if (authorization) headers.authorization = authorization;
       const method = options.method ?? "POST";
-      const response = await fetch(url, {
-        method,
-        headers,
-        ...(method === "GET" || method === "HEAD"
-          ? {}
-          : { body: options.rawBody ?? JSON.stringify(body) }),
-      });
+      const response = await endpoint.fetch(
+        new Request(url, {
+          method,
+          headers,
+          ...(method === "GET" || method === "HEAD"
+            ? {}
+            : { body: options.rawBody ?? JSON.stringify(body) }),
+        }),
+      );
       const text = await response.text();
       return {
         status: response.status,

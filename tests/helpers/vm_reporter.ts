@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import type postgres from "postgres";
 import { createOrganization, createProject, createUser, issueReporterToken } from "./fixtures.ts";
-import type { TestServer } from "./server.ts";
+import type { Endpoint } from "./endpoint.ts";
 
 export interface ReporterAnswer {
   status: number;
@@ -39,9 +39,9 @@ export interface Reporter {
   ok(route: string, body?: unknown): Promise<any>;
 }
 
-/** A VM of `projectId` holding `token`, talking to `server`. */
-export function reporter(server: TestServer, projectId: string, token: string): Reporter {
-  const url = (route: string) => `${server.functionUrl("vm-reporter")}${route}`;
+/** A VM of `projectId` holding `token`, talking to `endpoint`. */
+export function reporter(endpoint: Endpoint, projectId: string, token: string): Reporter {
+  const url = (route: string) => `${endpoint.functionUrl("vm-reporter")}${route}`;
   const post = async (
     route: string,
     body?: unknown,
@@ -58,11 +58,13 @@ export function reporter(server: TestServer, projectId: string, token: string): 
     const method = options.method ?? "POST";
     const withBody = method !== "GET" && method !== "HEAD" &&
       (options.rawBody !== undefined || body !== undefined);
-    const response = await fetch(url(route), {
-      method,
-      headers,
-      ...(withBody ? { body: options.rawBody ?? JSON.stringify(body) } : {}),
-    });
+    const response = await endpoint.fetch(
+      new Request(url(route), {
+        method,
+        headers,
+        ...(withBody ? { body: options.rawBody ?? JSON.stringify(body) } : {}),
+      }),
+    );
     const text = await response.text();
     let parsed: unknown = {};
     if (text) {

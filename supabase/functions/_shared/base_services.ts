@@ -6,7 +6,7 @@
 import { type Background, createBackground } from "./background.ts";
 import { type Config, loadConfig } from "./config.ts";
 import { connect, type Sql, TRANSACTION_POOLER_PORT } from "./db.ts";
-import { createLogger, type Logger } from "./log.ts";
+import { createLogger, type Logger, type LogSink } from "./log.ts";
 
 /** What every function needs; vm-reporter needs nothing more. */
 export interface BaseServices {
@@ -16,8 +16,9 @@ export interface BaseServices {
   log: Logger;
 }
 
-export function createBaseServices(config: Config = loadConfig()): BaseServices {
-  const log = createLogger(config.logLevel);
+/** `sink`: where log lines go (the console unless a test keeps them to read). */
+export function createBaseServices(config: Config = loadConfig(), sink?: LogSink): BaseServices {
+  const log = createLogger(config.logLevel, {}, sink);
   const warning = directConnectionWarning(config);
   if (warning) log.warn(warning, { db_pool_max: config.dbPoolMax });
   const sql = connect(config.databaseUrl, {

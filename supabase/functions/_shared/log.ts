@@ -15,7 +15,19 @@ export interface Logger {
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-export function createLogger(minLevel: LogLevel = "info", base: LogFields = {}): Logger {
+/** Where a log line goes: stderr for warnings and errors, stdout for the rest. */
+export type LogSink = (level: LogLevel, line: string) => void;
+
+const consoleSink: LogSink = (level, line) => {
+  if (level === "error" || level === "warn") console.error(line);
+  else console.log(line);
+};
+
+export function createLogger(
+  minLevel: LogLevel = "info",
+  base: LogFields = {},
+  sink: LogSink = consoleSink,
+): Logger {
   const emit = (level: LogLevel, message: string, fields: LogFields = {}) => {
     if (ORDER[level] < ORDER[minLevel]) return;
     const line = JSON.stringify({
@@ -25,15 +37,14 @@ export function createLogger(minLevel: LogLevel = "info", base: LogFields = {}):
       ...base,
       ...fields,
     });
-    if (level === "error" || level === "warn") console.error(line);
-    else console.log(line);
+    sink(level, line);
   };
   return {
     debug: (m, f) => emit("debug", m, f),
     info: (m, f) => emit("info", m, f),
     warn: (m, f) => emit("warn", m, f),
     error: (m, f) => emit("error", m, f),
-    with: (fields) => createLogger(minLevel, { ...base, ...fields }),
+    with: (fields) => createLogger(minLevel, { ...base, ...fields }, sink),
   };
 }
 

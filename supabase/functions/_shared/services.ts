@@ -6,6 +6,7 @@ import type { Compute } from "./compute/compute.ts";
 import { type ComputeHooks, createCompute } from "./compute/create_compute.ts";
 import { type BaseServices, createBaseServices } from "./base_services.ts";
 import { type Config, loadConfig } from "./config.ts";
+import type { LogSink } from "./log.ts";
 
 export { type BaseServices, closeServices } from "./base_services.ts";
 
@@ -17,7 +18,8 @@ export interface Services extends BaseServices {
 export async function createServices(
   config: Config = loadConfig(),
   hooks: ComputeHooks = {},
+  sink?: LogSink,
 ): Promise<Services> {
-  const base = createBaseServices(config);
+  const base = createBaseServices(config, sink);
   return { ...base, compute: await createCompute(config, base.sql, base.log, hooks) };
 }

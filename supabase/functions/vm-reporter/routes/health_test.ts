@@ -1,0 +1,168 @@
+/**
+ * POST /vm-reporter/health, in process against the real database: the snapshot and agents it
+ * stores, the exact health rule, the validation that refuses a report whole, and a retried older
+ * report that must not overwrite a newer one.
+ */
+import assert from "node:assert/strict";
+import { inProcess } from "../../../../tests/helpers/in_process.ts";
+import { assertError, reporter, setupProject } from "../../../../tests/helpers/vm_reporter.ts";
+
+/** High enough that no step here is ever rate limited. */
+const ENV = { VM_REPORTER_RATE_LIMIT: "100000" };
+
+type AgentStatus = "active" | "idle" | "error";
+
+const health = (agents: { name: string; status: AgentStatus; current_task?: string }[]) => ({
+  cpu_percent: 12.5,
+  memory_percent: 40,
+  disk_percent: 70.25,
+  agents,
+});
+
+const iso = (value: Date | string) => new Date(value).toISOString();
+
+Deno.test("/health stores what the VM reports", async (t) => {
+  await using stack = await inProcess(ENV);
+  const db = stack.db;
+
+  await t.step("/health stores a snapshot, derives health and updates the agents", async () => {
+    const { projectId, token } = await setupProject(db.sql, { status: "running" });
+    const vm = reporter(stack, projectId, token);
+    const projectHealth = async () =>
+      (await db.sql<[{ health_status: string }]>`
+        select health_status from public.projects where id = ${projectId}`)[0].health_status;
+    assert.equal(await projectHealth(), "initializing");
+
+    const reportedAt = "2026-03-01T10:00:00.000Z";
+    const data = await vm.ok("/health", {
+      ...health([
+        { name: "alpha", status: "active", current_task: "fix #12" },
+        { name: "beta", status: "active" },
+      ]),
+      reported_at: reportedAt,
+    });
+    assert.deepEqual(data, { project_status: "running", health_status: "healthy" });
+    assert.equal(await projectHealth(), "healthy", "the first report leaves initializing");
+
+    const [snapshot] = await db.sql`
+      select cpu_percent::float8 as cpu, memory_percent::float8 as memory,
+             disk_percent::float8 as disk, agents, health_status, reported_at
+      from public.vm_health_snapshots where project_id = ${projectId}`;
+    assert.ok(snapshot);
+    assert.deepEqual(
+      { cpu: snapshot.cpu, memory: snapshot.memory, disk: snapshot.disk },
+      { cpu: 12.5, memory: 40, disk: 70.25 },
+    );
+    assert.equal(snapshot.health_status, "healthy");
+    assert.equal(iso(snapshot.reported_at), reportedAt);
+    assert.deepEqual(snapshot.agents.map((a: { name: string }) => a.name), ["alpha", "beta"]);
+
+    const agents = () =>
+      db.sql<{ name: string; status: string; current_task: string | null }[]>`
+        select name, status, current_task from public.project_agents
+        where project_id = ${projectId} order by name`;
+    assert.deepEqual([...await agents()], [
+      { name: "alpha", status: "active", current_task: "fix #12" },
+      { name: "beta", status: "active", current_task: null },
+    ]);
+
+    // A second report updates the same agents in place.
+    await vm.ok(
+      "/health",
+      health([
+        { name: "alpha", status: "idle" },
+        { name: "beta", status: "active", current_task: "review PR 7" },
+      ]),
+    );
+    assert.deepEqual([...await agents()], [
+      { name: "alpha", status: "idle", current_task: null },
+      { name: "beta", status: "active", current_task: "review PR 7" },
+    ]);
+  });
+
+  await t.step("/health derives health_status by the exact rule", async () => {
+    const { projectId, token } = await setupProject(db.sql);
+    const vm = reporter(stack, projectId, token);
+    const cases: [AgentStatus[], string][] = [
+      [["active", "active", "active"], "healthy"],
+      [["active", "idle", "active"], "degraded"],
+      [["active", "error", "active"], "degraded"],
+      [["error"], "degraded"],
+      [["idle"], "degraded"],
+      [["error", "error", "active"], "unhealthy"],
+      [["error", "idle", "error"], "unhealthy"],
+      [[], "unhealthy"],
+      [["active"], "healthy"],
+    ];
+    for (const [statuses, expected] of cases) {
+      const data = await vm.ok(
+        "/health",
+        health(statuses.map((status, i) => ({ name: `agent-${i}`, status }))),
+      );
+      assert.deepEqual(data, { project_status: "active", health_status: expected }, `${statuses}`);
+      const [row] = await db.sql<[{ health_status: string }]>`
+        select health_status from public.projects where id = ${projectId}`;
+      assert.equal(row.health_status, expected, `projects.health_status for ${statuses}`);
+      const [latest] = await db.sql<[{ health_status: string }]>`
+        select health_status from public.vm_health_snapshots where project_id = ${projectId}
+        order by id desc limit 1`;
+      assert.equal(latest.health_status, expected, `snapshot for ${statuses}`);
+    }
+  });
+
+  await t.step("/health rejects duplicate agent names and out-of-range percentages", async () => {
+    const { projectId, token } = await setupProject(db.sql);
+    const vm = reporter(stack, projectId, token);
+    const duplicate = health([
+      { name: "alpha", status: "active" },
+      { name: "alpha", status: "error" },
+    ]);
+    assertError(await vm.post("/health", duplicate), 400, /agents: agent names must be unique/);
+    for (const field of ["cpu_percent", "memory_percent", "disk_percent"]) {
+      assertError(
+        await vm.post("/health", { ...health([]), [field]: 101 }),
+        400,
+        new RegExp(field),
+      );
+      assertError(await vm.post("/health", { ...health([]), [field]: -1 }), 400, new RegExp(field));
+    }
+    assertError(
+      await vm.post("/health", health([{ name: "a", status: "sleeping" as AgentStatus }])),
+      400,
+      /agents\.0\.status/,
+    );
+    const [{ count }] = await db.sql<[{ count: number }]>`
+      select (select count(*) from public.vm_health_snapshots where project_id = ${projectId})::int
+           + (select count(*) from public.project_agents where project_id = ${projectId})::int
+        as count`;
+    assert.equal(count, 0, "a rejected report stores nothing");
+    const [{ health_status }] = await db.sql<[{ health_status: string }]>`
+      select health_status from public.projects where id = ${projectId}`;
+    assert.equal(health_status, "initializing");
+  });
+});
+
+Deno.test("/health: a retried, older health report does not overwrite a newer one", async () => {
+  await using stack = await inProcess(ENV);
+  const db = stack.db;
+  const { projectId, token } = await setupProject(db.sql);
+  const vm = reporter(stack, projectId, token);
+  const report = (status: string, at: string) => ({
+    cpu_percent: 1,
+    memory_percent: 1,
+    disk_percent: 1,
+    agents: [{ name: "alpha", status }],
+    reported_at: at,
+  });
+  await vm.ok("/health", report("active", "2026-03-01T10:05:00Z"));
+  const late = await vm.ok("/health", report("error", "2026-03-01T10:00:00Z"));
+  assert.equal(late.health_status, "degraded", "the answer describes the report it got");
+  const [state] = await db.sql`
+    select p.health_status, a.status as agent_status
+    from public.projects p join public.project_agents a on a.project_id = p.id
+    where p.id = ${projectId}`;
+  assert.deepEqual({ ...state }, { health_status: "healthy", agent_status: "active" });
+  const [{ snapshots }] = await db.sql<[{ snapshots: number }]>`
+    select count(*)::int as snapshots from public.vm_health_snapshots where project_id = ${projectId}`;
+  assert.equal(snapshots, 2, "both reports are kept as history");
+});

@@ -1,0 +1,71 @@
+/**
+ * The functions in this test's own process, against its own database: the services built the way
+ * `deno task start` builds them (local compute driver, simulated VMs under a temporary directory),
+ * each handler behind the same gateway, and requests handed to it as `Request` objects, no socket.
+ * For per-route and per-action tests; crash, restart and two-server scenarios keep a subprocess
+ * (`server.ts`).
+ */
+import { loadConfig } from "../../supabase/functions/_shared/config.ts";
+import type { LogLevel } from "../../supabase/functions/_shared/log.ts";
+import {
+  closeServices,
+  createServices,
+  type Services,
+} from "../../supabase/functions/_shared/services.ts";
+import { createVmApi } from "../../supabase/functions/vm-api/handler.ts";
+import { createVmReconciler } from "../../supabase/functions/vm-reconciler/handler.ts";
+import { createVmReporter } from "../../supabase/functions/vm-reporter/handler.ts";
+import { createGateway } from "../../scripts/lib/gateway.ts";
+import { createTestDatabase, type TestDatabase } from "./database.ts";
+import type { Endpoint } from "./endpoint.ts";
+
+export interface InProcessStack extends Endpoint, AsyncDisposable {
+  db: TestDatabase;
+  services: Services;
+  /** Every line the functions logged so far, one JSON object per line. */
+  output(): string;
+}
+
+const ORIGIN = "http://127.0.0.1:54321";
+
+/** `env`: settings on top of the defaults (as the environment of `deno task start`). */
+export async function inProcess(env: Record<string, string> = {}): Promise<InProcessStack> {
+  const db = await createTestDatabase();
+  const vmRoot = await Deno.makeTempDir({ prefix: "vm-service-vms-" });
+  const lines: string[] = [];
+  let services: Services | undefined;
+  try {
+    const config = loadConfig({
+      DATABASE_URL: db.url,
+      LOCAL_VM_ROOT: vmRoot,
+      LOG_LEVEL: "debug" satisfies LogLevel,
+      ...env,
+    });
+    services = await createServices(config, {}, (_level, line) => lines.push(line));
+  } catch (error) {
+    await Deno.remove(vmRoot, { recursive: true }).catch(() => {});
+    await db[Symbol.asyncDispose]();
+    throw error;
+  }
+  const gateway = createGateway({
+    functions: {
+      "vm-api": createVmApi(services),
+      "vm-reporter": createVmReporter(services),
+      "vm-reconciler": createVmReconciler(services),
+    },
+  });
+  const ready = services;
+  return {
+    db,
+    services: ready,
+    origin: ORIGIN,
+    functionUrl: (name) => `${ORIGIN}/functions/v1/${name}`,
+    fetch: async (request) => await gateway(request),
+    output: () => lines.join("\n"),
+    async [Symbol.asyncDispose]() {
+      await closeServices(ready);
+      await Deno.remove(vmRoot, { recursive: true }).catch(() => {});
+      await db[Symbol.asyncDispose]();
+    },
+  };
+}
