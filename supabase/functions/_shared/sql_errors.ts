@@ -9,7 +9,6 @@ import { ApiError, type ErrorCode } from "./errors.ts";
 
 const CODES: Record<string, ErrorCode> = {
   VA400: "BAD_REQUEST",
-  VA401: "UNAUTHORIZED",
   VA403: "FORBIDDEN",
   VA404: "NOT_FOUND",
   VA409: "CONFLICT",

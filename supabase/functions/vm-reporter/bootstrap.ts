@@ -14,13 +14,12 @@ import {
 } from "../_shared/reporter_token.ts";
 import { uuid } from "./fields.ts";
 import type { RouteContract } from "./route.ts";
-import { errorOfAnswer, type SqlAnswer } from "./sql_answer.ts";
 
 export const BOOTSTRAP_ROUTE = "/bootstrap";
 
 /**
  * Declared like a route for clients and the OpenAPI document, but answered by the exchange below
- * rather than by private.reporter_call: it authenticates with another credential.
+ * rather than by a route statement (dispatch.ts): it authenticates with another credential.
  */
 export const bootstrap = {
   path: BOOTSTRAP_ROUTE,
@@ -33,20 +32,26 @@ export const bootstrap = {
   }),
 } satisfies RouteContract;
 
+/**
+ * `spendUnauthenticated` spends the project's unauthenticated budget and answers the refusal to
+ * throw (a 429 once the budget is spent), as for a wrong reporter token.
+ */
 export async function exchangeBootstrapCredential(
   sql: Sql,
-  settings: unknown,
   projectId: string,
   presented: string | undefined,
+  spendUnauthenticated: (projectId: string, refusal: ApiError) => Promise<ApiError>,
 ): Promise<z.output<typeof bootstrap.response>> {
-  if (!presented || !looksLikeBootstrapCredential(presented)) {
-    throw new ApiError("UNAUTHORIZED", "Missing, used or expired bootstrap credential");
-  }
+  if (!presented || !looksLikeBootstrapCredential(presented)) throw refused();
   const token = await newReporterToken();
-  const [row] = await sql<[{ answer: SqlAnswer }]>`
+  const [row] = await sql<[{ exchanged: boolean }]>`
     select private.exchange_bootstrap_credential(
-      ${projectId}, ${hashSecret(presented)}, ${token.hash}, ${settings as never}
-    ) as answer`;
-  if (row.answer.status !== 200) throw errorOfAnswer(row.answer);
+      ${projectId}, ${hashSecret(presented)}, ${token.hash}
+    ) as exchanged`;
+  if (!row.exchanged) throw await spendUnauthenticated(projectId, refused());
   return { project_id: projectId, reporter_token: token.plaintext };
+}
+
+function refused(): ApiError {
+  return new ApiError("UNAUTHORIZED", "Missing, used or expired bootstrap credential");
 }

@@ -75,14 +75,18 @@ export function createDispatch(sql: Sql, settings: ReporterSettings, answered: (
     return row.data;
   }
 
-  async function unauthenticated(projectId: string): Promise<ApiError> {
+  /** Spends the project's unauthenticated budget: answers `refusal` while some is left, then 429. */
+  async function unauthenticated(
+    projectId: string,
+    refusal: ApiError = invalidToken(),
+  ): Promise<ApiError> {
     const [hit] = await sql.unsafe<[{ hits: number; retry_after: number }]>(
       UNAUTHENTICATED,
       [projectId],
       { prepare: true },
     );
     if (hit.hits > settings.unauthenticated_limit) return rateLimited(hit.retry_after);
-    return new ApiError("UNAUTHORIZED", "Missing or invalid reporter token");
+    return refusal;
   }
 
   return {
@@ -109,6 +113,10 @@ export function createDispatch(sql: Sql, settings: ReporterSettings, answered: (
     /** For a bootstrap exchange that failed: spends the unauthenticated budget. */
     unauthenticated,
   };
+}
+
+export function invalidToken(): ApiError {
+  return new ApiError("UNAUTHORIZED", "Missing or invalid reporter token");
 }
 
 /** A refusal the route's SQL raised for the caller's input (never for a bug or an outage). */

@@ -18,7 +18,7 @@ import { parseOrThrow } from "../_shared/validation.ts";
 import { BOOTSTRAP_ROUTE, exchangeBootstrapCredential } from "./bootstrap.ts";
 import { createRequestLog } from "./request_log.ts";
 import { routes } from "./routes.ts";
-import { createDispatch } from "./dispatch.ts";
+import { createDispatch, invalidToken } from "./dispatch.ts";
 import { bearerCredential } from "../_shared/bearer.ts";
 import { isUuid } from "../_shared/uuid.ts";
 
@@ -79,11 +79,11 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
       const token = bearerCredential(request.headers.get("authorization"));
       if (!definition) {
         return success(
-          await exchangeBootstrapCredential(sql, sql.json(settings), projectId, token),
+          await exchangeBootstrapCredential(sql, projectId, token, dispatch.unauthenticated),
         );
       }
       // A value that cannot be a token is refused without asking the database.
-      if (!token || !looksLikeReporterToken(token)) throw unauthorized();
+      if (!token || !looksLikeReporterToken(token)) throw invalidToken();
       const tokenHash = hashSecret(token);
 
       let body: unknown;
@@ -104,10 +104,6 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
       return success(data);
     }
   };
-}
-
-function unauthorized(): ApiError {
-  return new ApiError("UNAUTHORIZED", "Missing or invalid reporter token");
 }
 
 async function errorOf(response: Response): Promise<string | null> {

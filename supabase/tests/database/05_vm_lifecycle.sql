@@ -3,7 +3,7 @@
 -- of transitional projects.
 begin;
 \ir fixtures.psql
-select plan(29);
+select plan(33);
 
 select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
   'Running', 'active', '11111111-1111-4111-8111-111111111111');
@@ -12,12 +12,15 @@ select tests.create_project('eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee', 'aaaaaaaa-aa
 -- Another organization's projects, for the reconciler: one starting and one active for 10 minutes.
 select tests.create_project('0b000000-0000-4000-8000-000000000001', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb',
   'Slow start', 'starting', p_status_changed_at => now() - interval '10 minutes');
+select tests.create_project('0a000000-0000-4000-8000-000000000001', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
+  'Stuck start', 'starting', '11111111-1111-4111-8111-111111111111',
+  p_status_changed_at => now() - interval '10 minutes');
 select tests.create_project('0b000000-0000-4000-8000-000000000002', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb',
   'Settled', 'active', p_status_changed_at => now() - interval '10 minutes');
 
 -- The platform-only functions are not for signed-in users.
-select ok(not has_function_privilege('authenticated', 'private.hit_rate_limit(text, integer, integer)', 'execute'),
-  'authenticated cannot spend rate budgets directly');
+select hasnt_function('private', 'hit_rate_limit',
+  'no rate-limit function: budgets are spent by the functions'' plain statements (rate_limit.ts)');
 select ok(not has_function_privilege('authenticated', 'private.observe_vm(uuid, text, text, text)', 'execute'),
   'authenticated cannot drive platform transitions');
 select ok(not has_function_privilege('anon', 'private.vm_create(uuid, text, text, text, integer, integer)', 'execute'),
@@ -52,6 +55,14 @@ select is((private.vm_status('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 300)) -> 'p
   'a member can read the status');
 select is(jsonb_array_length((private.vm_status('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 300)) -> 'recent_activity'), 1,
   'status carries the recent activity');
+select is((private.vm_status('0a000000-0000-4000-8000-000000000001', 300)) -> 'project' -> 'stuck',
+  'true'::jsonb, 'a project transitional for longer than the threshold is stuck');
+select is((private.vm_status('0a000000-0000-4000-8000-000000000001', 900)) -> 'project' -> 'stuck',
+  'false'::jsonb, 'not before the threshold');
+select is((private.vm_status('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 0)) -> 'project' -> 'stuck',
+  'false'::jsonb, 'a project that has just entered stopping is not stuck');
+select ok(not (private.vm_status('0a000000-0000-4000-8000-000000000001', 300)) ? 'message',
+  'the sentence for a stuck project is the handler''s, not SQL''s');
 select throws_ok($$select private.vm_create('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'Over', 'australiaeast', 'Standard_D2s_v3', 30, 3)$$,
   'VA400', null, 'the active project limit refuses a create beyond it');
 
@@ -91,15 +102,16 @@ select results_eq(
   $$select name from private.transitional_projects(1000) t join public.projects p on p.id = t.project_id
     where p.organization_id in ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb')
     order by name$$,
-  $$values ('New'::text), ('Running'), ('Slow start'), ('Stopped')$$,
+  $$values ('New'::text), ('Running'), ('Slow start'), ('Stopped'), ('Stuck start')$$,
   'transitional_projects lists the provisioning, starting, stopping and deleting projects');
 select ok(private.record_stuck_projects(300) >= 1, 'record_stuck_projects records what it finds');
 select results_eq(
   $$select p.name, a.details ->> 'status' from public.project_activity a
     join public.projects p on p.id = a.project_id
     where a.action = 'vm_stuck'
-      and p.organization_id in ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb')$$,
-  $$values ('Slow start'::text, 'starting'::text)$$,
+      and p.organization_id in ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb')
+    order by p.name$$,
+  $$values ('Slow start'::text, 'starting'::text), ('Stuck start', 'starting')$$,
   'only the transitional project older than the threshold is recorded as stuck, not the settled one');
 select is(
   (select pg_get_expr(indpred, indrelid) from pg_index
