@@ -15,6 +15,7 @@ const RESTART_DELAYS_MS = [250, 1_000, 2_000, 5_000, 10_000];
 /** A run this long resets the restart backoff: it was a crash, not a crash loop. */
 const STABLE_AFTER_MS = 30_000;
 const OUTPUT_TAIL_LINES = 20;
+const PORT_ATTEMPTS = 3;
 
 export interface DataApiOptions {
   /** A connection URL of the database; its user and password are replaced by the authenticator's. */
@@ -67,23 +68,26 @@ export async function findPostgrest(): Promise<string> {
 export async function startDataApi(options: DataApiOptions): Promise<DataApi> {
   const binary = await findPostgrest();
   const version = await postgrestVersion(binary);
-  const port = freePort();
-  const adminPort = freePort();
-  const env = postgrestEnv(options, port, adminPort);
-  const origin = `http://127.0.0.1:${port}`;
-
   let stopping = false;
   let output: string[] = [];
   const keep = (line: string) => output = [...output, line].slice(-OUTPUT_TAIL_LINES);
-  let child = spawn(binary, env, keep);
-
-  const ready = await waitReady(adminPort, child.status);
-  if (!ready.ok) {
+  let port: number, adminPort: number, env: Record<string, string>, child: PostgrestProcess;
+  for (let attempt = 1;; attempt++) {
+    port = freePort();
+    adminPort = freePort();
+    env = postgrestEnv(options, port, adminPort);
+    output = [];
+    child = spawn(binary, env, keep);
+    const ready = await waitReady(adminPort, child.status);
+    if (ready.ok) break;
     await child.kill("SIGKILL");
+    // Another process can take a port between freePort() and PostgREST's bind: pick others.
+    if (attempt < PORT_ATTEMPTS && output.some((line) => /address in use/i.test(line))) continue;
     throw new DataApiStartError(
       `PostgREST did not start (${ready.reason}). Its last output:\n${output.join("\n")}`,
     );
   }
+  const origin = `http://127.0.0.1:${port}`;
 
   // Supervision: a PostgREST that exits while we are not stopping is started again, with backoff
   // while it keeps dying straight away.
