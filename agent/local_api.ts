@@ -10,7 +10,7 @@
  *   POST /agents {agents: [...]}                 → 200: the statuses the next health report sends
  */
 import type { z } from "zod";
-import { health } from "../supabase/functions/vm-reporter/routes/health.ts";
+import { HealthReport } from "../supabase/functions/vm-reporter/routes/health.ts";
 import { routes } from "../supabase/functions/vm-reporter/routes.ts";
 import type { ApprovalBoard } from "./approval_board.ts";
 import type { Spool } from "./spool.ts";
@@ -27,7 +27,7 @@ const SPOOLED_ROUTES = new Set([
   "/approvals/ack",
 ]);
 const MAX_WAIT_SECONDS = 3_600;
-const agentsSchema = health.schema.pick({ agents: true });
+const agentsSchema = HealthReport.pick({ agents: true });
 
 /** The agents' statuses as the team declares them, validated by the /health route's schema. */
 export type DeclaredAgents = z.output<typeof agentsSchema>["agents"];

@@ -64,12 +64,14 @@ Deno.test("reporter route statements", async (t) => {
     "/commands/poll": { max: 10 },
     "/approvals": { request_id: "r", agent: "a", action: "x", description: "d" },
   };
-  // Typed as dispatch.ts sends them: the body and settings as jsonb, the hash as bytea.
+  // As dispatch.ts sends them: the body as the route's schema parsed it (the routes without a
+  // body here only need a valid statement) and the settings as jsonb, the hash as bytea.
   const statement = (path: string, tokenHash: Uint8Array, rateLimit: number) => {
     const route = routeList.find((r) => r.path === path)!;
+    const parsed = route.schema.safeParse(bodies[path] ?? {});
     return sql.unsafe(statementOf(route), [
       project,
-      sql.json((bodies[path] ?? {}) as never),
+      sql.json((parsed.success ? parsed.data : {}) as never),
       sql.json({ rate_limit: rateLimit, unauthenticated_limit: 10, command_lease_seconds: 60 }),
       tokenHash,
     ] as never[]);

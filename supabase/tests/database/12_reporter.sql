@@ -1,10 +1,11 @@
--- What the reporter's statements share in SQL (contract §3): the health rule, the newest-report
--- probe, and telemetry going with its project. Authentication, rate limits and each route's work
+-- What the reporter's statements share in SQL (contract §3): the project's health set by a report
+-- (never by an older one), and telemetry going with its project. The health rule itself is
+-- applied in TypeScript (vm-reporter/routes/health.ts) and tested there. Authentication, rate limits and each route's work
 -- are one statement per request, composed in vm-reporter/dispatch.ts and tested through it
 -- (tests/integration/reporter_statements_test.ts and the vm-reporter tests).
 begin;
 \ir fixtures.psql
-select plan(11);
+select plan(10);
 
 -- P1 is the member's project, P2 the other user's; P3 and P4 are the member organization's VMs
 -- that report below.
@@ -40,19 +41,6 @@ end
 $$;
 
 
--- The health rule.
-select is(private.derive_health('[{"name": "a", "status": "active"}, {"name": "b", "status": "active"}]'),
-  'healthy', 'all agents active: healthy');
-select is(private.derive_health('[{"name": "a", "status": "active"}, {"name": "b", "status": "idle"}]'),
-  'degraded', 'one agent idle: degraded');
-select is(private.derive_health('[{"name": "a", "status": "active"}, {"name": "b", "status": "error"}]'),
-  'degraded', 'one agent in error: degraded');
-select is(private.derive_health('[{"name": "a", "status": "idle"}, {"name": "b", "status": "error"}]'),
-  'degraded', 'one idle and one in error: degraded');
-select is(private.derive_health('[{"name": "a", "status": "error"}, {"name": "b", "status": "error"}, {"name": "c", "status": "active"}]'),
-  'unhealthy', 'two agents in error: unhealthy');
-select is(private.derive_health('[]'), 'unhealthy', 'no agents: unhealthy');
-
 -- A retried, older report must not set the project's health.
 insert into public.vm_health_snapshots
   (project_id, cpu_percent, memory_percent, disk_percent, agents, health_status, reported_at)
@@ -64,6 +52,23 @@ select ok(private.is_newest_health_report('eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee'
 select ok(not has_function_privilege('authenticated',
   'private.is_newest_health_report(uuid, timestamptz)', 'execute'),
   'authenticated cannot execute is_newest_health_report');
+
+-- set_project_health: a newer report sets the health and answers the status; an older one, or the
+-- same health again, leaves the row as it is.
+select is(private.set_project_health('ffffffff-ffff-4fff-8fff-ffffffffffff', 'degraded', now()),
+  'active', 'set_project_health answers the project''s status');
+select is((select health_status from public.projects where id = 'ffffffff-ffff-4fff-8fff-ffffffffffff'),
+  'degraded', 'a report with no newer one sets the health');
+insert into public.vm_health_snapshots
+  (project_id, cpu_percent, memory_percent, disk_percent, agents, health_status, reported_at)
+values ('ffffffff-ffff-4fff-8fff-ffffffffffff', 1, 1, 1, '[]', 'degraded', now());
+select is(private.set_project_health('ffffffff-ffff-4fff-8fff-ffffffffffff', 'healthy',
+  now() - interval '1 minute'), 'active', 'an older report still answers the status');
+select is((select health_status from public.projects where id = 'ffffffff-ffff-4fff-8fff-ffffffffffff'),
+  'degraded', 'but does not set the health');
+select ok(not has_function_privilege('authenticated',
+  'private.set_project_health(uuid, text, timestamptz)', 'execute'),
+  'authenticated cannot execute set_project_health');
 
 -- Telemetry has no foreign key; deleting the project still deletes it.
 insert into public.agent_messages (project_id, direction, agent, content)

@@ -11,13 +11,38 @@ const Agent = z.object({
   error: text(5000).nullish(),
 });
 
+/** What a VM reports; the route's schema adds the health it implies. */
+export const HealthReport = z.object({
+  cpu_percent: percent,
+  memory_percent: percent,
+  disk_percent: percent,
+  agents: z.array(Agent, { error: "must be an array" })
+    .max(100, { error: "must hold at most 100 agents" })
+    .refine(uniqueBy("name"), { error: "agent names must be unique" }),
+  reported_at: timestamp.nullish(),
+});
+
+type AgentStatus = z.output<typeof Agent>["status"];
+type ReportedHealth = Exclude<z.output<typeof healthStatus>, "initializing">;
+
+/**
+ * The health rule (contract §3): every agent active → healthy; no agents, or two or more in error
+ * → unhealthy; otherwise (some idle, or one in error) → degraded.
+ */
+export function deriveHealth(agents: readonly { status: AgentStatus }[]): ReportedHealth {
+  const errors = agents.filter((agent) => agent.status === "error").length;
+  if (agents.length === 0 || errors >= 2) return "unhealthy";
+  return agents.every((agent) => agent.status === "active") ? "healthy" : "degraded";
+}
+
 export const health = defineRoute({
   path: "/health",
-  // The project's health follows the newest report only, and is written only when it changes.
+  // The schema adds `health` (the rule above) to the body. The project's health follows the
+  // newest report only, and its row is written (set_project_health) only when the health changes.
   statement: {
     with: `
       report as (
-        select private.derive_health($2 -> 'agents') as health,
+        select $2 ->> 'health' as health,
                coalesce(($2 ->> 'reported_at')::timestamptz, now()) as reported_at
         from admitted
       ),
@@ -42,31 +67,19 @@ export const health = defineRoute({
           last_reported_at = excluded.last_reported_at
         -- A retried, older report is kept as history but does not overwrite what is newer.
         where pa.last_reported_at <= excluded.last_reported_at
-      ),
-      changed as (
-        update public.projects p set health_status = report.health
-        from report
-        where p.id = $1 and p.health_status is distinct from report.health
-          -- On p's column, so it is tried after the cheap test above, not before the join.
-          and private.is_newest_health_report(p.id, report.reported_at)
-        returning p.status
       )`,
     data: `(
       select jsonb_build_object(
-        'project_status', coalesce((select status from changed), p.status),
+        'project_status', case
+          when p.health_status is distinct from report.health
+            then private.set_project_health($1, report.health, report.reported_at)
+          else p.status
+        end,
         'health_status', report.health)
       from report, public.projects p where p.id = $1)`,
   },
   summary: "The VM's resource use and its agents' states; sets the project's health.",
-  schema: z.object({
-    cpu_percent: percent,
-    memory_percent: percent,
-    disk_percent: percent,
-    agents: z.array(Agent, { error: "must be an array" })
-      .max(100, { error: "must hold at most 100 agents" })
-      .refine(uniqueBy("name"), { error: "agent names must be unique" }),
-    reported_at: timestamp.nullish(),
-  }),
+  schema: HealthReport.transform((report) => ({ ...report, health: deriveHealth(report.agents) })),
   response: z.object({
     project_status: projectStatus,
     // A report always decides the health: never `initializing`.

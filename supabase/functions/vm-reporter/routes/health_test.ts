@@ -1,11 +1,18 @@
 /**
  * POST /vm-reporter/health, in process against the real database: the snapshot and agents it
- * stores, the exact health rule, the validation that refuses a report whole, and a retried older
- * report that must not overwrite a newer one.
+ * stores, the exact health rule, the validation that refuses a report whole, the 401 of a caller
+ * without a valid token of the project (nothing written anywhere), and a retried older report
+ * that must not overwrite a newer one.
  */
 import assert from "node:assert/strict";
 import { inProcess } from "../../../../tests/helpers/in_process.ts";
-import { assertError, reporter, setupProject } from "../../../../tests/helpers/vm_reporter.ts";
+import { deriveHealth } from "./health.ts";
+import {
+  assertError,
+  assertUnauthorized,
+  reporter,
+  setupProject,
+} from "../../../../tests/helpers/vm_reporter.ts";
 
 /** High enough that no step here is ever rate limited. */
 const ENV = { VM_REPORTER_RATE_LIMIT: "100000" };
@@ -140,6 +147,29 @@ Deno.test("/health stores what the VM reports", async (t) => {
       select health_status from public.projects where id = ${projectId}`;
     assert.equal(health_status, "initializing");
   });
+
+  await t.step("/health without a valid token of the project is 401 and writes nothing", async () => {
+    const a = await setupProject(db.sql);
+    const b = await setupProject(db.sql);
+    const vmA = reporter(stack, a.projectId, a.token);
+    const written = async (projectId: string) =>
+      (await db.sql<[{ count: number; health_status: string }]>`
+        select (select count(*) from public.vm_health_snapshots where project_id = ${projectId})::int
+             + (select count(*) from public.project_agents where project_id = ${projectId})::int
+          as count,
+          (select health_status from public.projects where id = ${projectId}) as health_status`)[0];
+    const body = health([{ name: "x", status: "active" }]);
+    assertUnauthorized(await vmA.post("/health", body, { token: null }));
+    assertUnauthorized(await vmA.post("/health", body, { token: b.token }));
+    assertUnauthorized(await vmA.post("/health", body, { projectId: b.projectId }));
+    for (const project of [a.projectId, b.projectId]) {
+      assert.deepEqual({ ...await written(project) }, { count: 0, health_status: "initializing" });
+    }
+    // With its own project header, the same report lands in A only.
+    await vmA.ok("/health", body);
+    assert.deepEqual({ ...await written(a.projectId) }, { count: 2, health_status: "healthy" });
+    assert.deepEqual({ ...await written(b.projectId) }, { count: 0, health_status: "initializing" });
+  });
 });
 
 Deno.test("/health: a retried, older health report does not overwrite a newer one", async () => {
@@ -165,4 +195,17 @@ Deno.test("/health: a retried, older health report does not overwrite a newer on
   const [{ snapshots }] = await db.sql<[{ snapshots: number }]>`
     select count(*)::int as snapshots from public.vm_health_snapshots where project_id = ${projectId}`;
   assert.equal(snapshots, 2, "both reports are kept as history");
+});
+
+Deno.test("deriveHealth applies the contract's health rule", () => {
+  const of = (...statuses: AgentStatus[]) => deriveHealth(statuses.map((status) => ({ status })));
+  assert.equal(of("active", "active"), "healthy");
+  assert.equal(of("active"), "healthy");
+  assert.equal(of("active", "idle"), "degraded");
+  assert.equal(of("active", "error"), "degraded");
+  assert.equal(of("idle", "error"), "degraded");
+  assert.equal(of("idle"), "degraded");
+  assert.equal(of("error"), "degraded", "one agent in error is degraded, not unhealthy");
+  assert.equal(of("error", "error", "active"), "unhealthy");
+  assert.equal(of(), "unhealthy", "no agents");
 });
