@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import type postgres from "postgres";
 import { createOrganization, createProject, createUser, issueReporterToken } from "./fixtures.ts";
 import type { Endpoint } from "./endpoint.ts";
+import { eventually } from "./vm_api.ts";
 
 export interface ReporterAnswer {
   status: number;
@@ -103,6 +104,12 @@ export function assertError(answer: ReporterAnswer, status: number, message?: Re
   else if (message) assert.match(answer.body.error, message);
 }
 
+/** The one answer to every request without a valid token of the project. */
+export function assertUnauthorized(answer: ReporterAnswer) {
+  assert.equal(answer.status, 401, `expected 401, got ${answer.status}: ${answer.text}`);
+  assert.deepEqual(answer.body, { error: "Missing or invalid reporter token" });
+}
+
 export interface ProjectSetup {
   userId: string;
   organizationId: string;
@@ -140,6 +147,29 @@ export function asUser<T>(
   }) as Promise<T>;
 }
 
+/**
+ * Each of `views` (tables or read models of public with a project_id) shows `projectId`'s rows to
+ * its member `memberId` (at least one) and none to `outsiderId` (RLS).
+ */
+export async function assertMembersOnly(
+  sql: postgres.Sql,
+  projectId: string,
+  memberId: string,
+  outsiderId: string,
+  views: string[],
+): Promise<void> {
+  const count = async (userId: string, view: string) =>
+    (await asUser(sql, userId, (tx) =>
+      tx.unsafe<[{ count: number }]>(
+        `select count(*)::int as count from public.${view} where project_id = $1`,
+        [projectId],
+      )))[0].count;
+  for (const view of views) {
+    assert.equal(await count(outsiderId, view), 0, `a non-member sees rows of ${view}`);
+    assert.ok(await count(memberId, view) > 0, `a member sees no rows of ${view}`);
+  }
+}
+
 /** Calls `work` expecting it to fail; returns the PostgreSQL error (its code and message). */
 export async function pgError(
   work: () => Promise<unknown>,
@@ -155,3 +185,99 @@ export async function pgError(
 
 /** Resolves after `ms` milliseconds (only for waiting out a lease between polls). */
 export const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// --- commands and approvals ---------------------------------------------------------------------
+
+/** A command as /commands/poll hands it out. */
+export interface Command {
+  id: string;
+  type: string;
+  payload: Record<string, unknown>;
+  created_at: string;
+  expires_at: string;
+  attempt: number;
+}
+
+/** public.queue_vm_command as the dashboard user `userId`; returns the command id. */
+export async function queueCommand(
+  sql: postgres.Sql,
+  userId: string,
+  projectId: string,
+  type: string,
+  payload?: unknown,
+): Promise<string> {
+  const [row] = await asUser(
+    sql,
+    userId,
+    (tx) =>
+      payload === undefined
+        ? tx<[{ id: string }]>`select public.queue_vm_command(${projectId}, ${type}) as id`
+        : tx<[{ id: string }]>`
+        select public.queue_vm_command(${projectId}, ${type}, ${tx.json(payload as never)}) as id`,
+  );
+  return row.id;
+}
+
+/** public.decide_approval as the dashboard user `userId`. */
+export async function decide(
+  sql: postgres.Sql,
+  userId: string,
+  approvalId: string,
+  decision: string,
+  comment?: string,
+): Promise<void> {
+  await asUser(
+    sql,
+    userId,
+    (tx) =>
+      comment === undefined
+        ? tx`select public.decide_approval(${approvalId}, ${decision})`
+        : tx`select public.decide_approval(${approvalId}, ${decision}, ${comment})`,
+  );
+}
+
+/** POST /commands/poll (asserting a 200); returns the commands it leased. */
+export async function poll(vm: Reporter, max?: number): Promise<Command[]> {
+  const data = await vm.ok("/commands/poll", max === undefined ? {} : { max });
+  assert.ok(Array.isArray(data.commands), `no commands array: ${JSON.stringify(data)}`);
+  return data.commands;
+}
+
+/** Polls until a poll returns something; returns that delivery. */
+export function pollUntilDelivered(vm: Reporter, timeoutMs = 10_000): Promise<Command[]> {
+  return eventually(async () => {
+    const commands = await poll(vm);
+    return commands.length > 0 ? commands : undefined;
+  }, { timeoutMs, intervalMs: 100 });
+}
+
+/** The stored row of command `id` (read as the superuser). */
+export async function commandRow(sql: postgres.Sql, id: string) {
+  const [row] = await sql<
+    [{
+      status: string;
+      attempt: number;
+      result: Record<string, unknown> | null;
+      error: string | null;
+      completed_at: Date | null;
+      lease_expires_at: Date | null;
+      created_by: string | null;
+    }]
+  >`select status, attempt, result, error, completed_at, lease_expires_at, created_by
+    from public.vm_commands where id = ${id}`;
+  assert.ok(row, `no command ${id}`);
+  return row;
+}
+
+/** POST /commands/status for `commandId`. */
+export const reportStatus = (vm: Reporter, commandId: string, body: Record<string, unknown>) =>
+  vm.post("/commands/status", { command_id: commandId, ...body });
+
+/** A valid /approvals body without its request_id. */
+export const APPROVAL = {
+  agent: "alpha",
+  action: "force_push",
+  description: "Rewrite history of feature/x to drop a leaked file",
+  risk: "high",
+  details: { branch: "feature/x" },
+};

@@ -148,28 +148,37 @@ Deno.test("/health stores what the VM reports", async (t) => {
     assert.equal(health_status, "initializing");
   });
 
-  await t.step("/health without a valid token of the project is 401 and writes nothing", async () => {
-    const a = await setupProject(db.sql);
-    const b = await setupProject(db.sql);
-    const vmA = reporter(stack, a.projectId, a.token);
-    const written = async (projectId: string) =>
-      (await db.sql<[{ count: number; health_status: string }]>`
+  await t.step(
+    "/health without a valid token of the project is 401 and writes nothing",
+    async () => {
+      const a = await setupProject(db.sql);
+      const b = await setupProject(db.sql);
+      const vmA = reporter(stack, a.projectId, a.token);
+      const written = async (projectId: string) =>
+        (await db.sql<[{ count: number; health_status: string }]>`
         select (select count(*) from public.vm_health_snapshots where project_id = ${projectId})::int
              + (select count(*) from public.project_agents where project_id = ${projectId})::int
           as count,
           (select health_status from public.projects where id = ${projectId}) as health_status`)[0];
-    const body = health([{ name: "x", status: "active" }]);
-    assertUnauthorized(await vmA.post("/health", body, { token: null }));
-    assertUnauthorized(await vmA.post("/health", body, { token: b.token }));
-    assertUnauthorized(await vmA.post("/health", body, { projectId: b.projectId }));
-    for (const project of [a.projectId, b.projectId]) {
-      assert.deepEqual({ ...await written(project) }, { count: 0, health_status: "initializing" });
-    }
-    // With its own project header, the same report lands in A only.
-    await vmA.ok("/health", body);
-    assert.deepEqual({ ...await written(a.projectId) }, { count: 2, health_status: "healthy" });
-    assert.deepEqual({ ...await written(b.projectId) }, { count: 0, health_status: "initializing" });
-  });
+      const body = health([{ name: "x", status: "active" }]);
+      assertUnauthorized(await vmA.post("/health", body, { token: null }));
+      assertUnauthorized(await vmA.post("/health", body, { token: b.token }));
+      assertUnauthorized(await vmA.post("/health", body, { projectId: b.projectId }));
+      for (const project of [a.projectId, b.projectId]) {
+        assert.deepEqual({ ...await written(project) }, {
+          count: 0,
+          health_status: "initializing",
+        });
+      }
+      // With its own project header, the same report lands in A only.
+      await vmA.ok("/health", body);
+      assert.deepEqual({ ...await written(a.projectId) }, { count: 2, health_status: "healthy" });
+      assert.deepEqual({ ...await written(b.projectId) }, {
+        count: 0,
+        health_status: "initializing",
+      });
+    },
+  );
 });
 
 Deno.test("/health: a retried, older health report does not overwrite a newer one", async () => {

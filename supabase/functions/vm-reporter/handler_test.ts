@@ -1,25 +1,29 @@
 /**
- * The request path of vm-reporter, end to end against the real server: method → route →
+ * The edge of vm-reporter (handler.ts), in process against the real database: method → route →
  * X-Project-ID → reporter token → body (size, JSON, schema) → rate limits → answer, the request log
- * every request leaves behind, and what an answer, a log row or the server output may never hold.
+ * every request leaves behind (and the dashboard's project_logs over it), and what an answer, a
+ * stored row or a log line may never hold. The routes' own cases are beside them in routes/; two
+ * server processes sharing one budget are in tests/integration/vm_reporter_two_servers_test.ts.
  */
 import assert from "node:assert/strict";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.ts";
-import { createProject, issueReporterToken } from "../helpers/fixtures.ts";
-import { startServer } from "../helpers/server.ts";
-import { eventually } from "../helpers/vm_api.ts";
+import type { TestDatabase } from "../../../tests/helpers/database.ts";
+import { createProject, createUser, issueReporterToken } from "../../../tests/helpers/fixtures.ts";
+import { inProcess } from "../../../tests/helpers/in_process.ts";
+import { eventually } from "../../../tests/helpers/vm_api.ts";
 import {
   assertError,
+  assertMembersOnly,
+  assertUnauthorized,
+  asUser,
   type Reporter,
   reporter,
   type ReporterAnswer,
   setupProject,
-} from "../helpers/vm_reporter.ts";
-import { newReporterToken } from "../../supabase/functions/_shared/reporter_token.ts";
+} from "../../../tests/helpers/vm_reporter.ts";
+import { newReporterToken } from "../_shared/reporter_token.ts";
 
 // --- constants ---------------------------------------------------------------------------------
 
-const UNAUTHORIZED = { error: "Missing or invalid reporter token" };
 const RATE_LIMITED = { error: "Rate limit exceeded. Please try again later." };
 /** Words that betray SQL, internals or a stack trace in an answer. */
 const LEAK_WORDS = ["select", "private.", "postgres", "stack", "report_conflicts", "sqlstate"];
@@ -38,11 +42,6 @@ const HEALTH = {
 /** A well-formed reporter token (`vmr_` + 43 base64url characters) that was never issued. */
 async function neverIssuedToken(): Promise<string> {
   return (await newReporterToken()).plaintext;
-}
-
-function assertUnauthorized(answer: ReporterAnswer) {
-  assert.equal(answer.status, 401, `expected 401, got ${answer.status}: ${answer.text}`);
-  assert.deepEqual(answer.body, UNAUTHORIZED);
 }
 
 function assertRateLimited(answer: ReporterAnswer) {
@@ -70,24 +69,22 @@ function assertNoLeak(answer: ReporterAnswer, ...secrets: string[]) {
   }
 }
 
-/** Sends `count` requests at once, spread round-robin over `vms` (e.g. one per server). */
+/** Sends `count` requests at once. */
 function burst(
-  vms: Reporter[],
+  vm: Reporter,
   count: number,
   route = "/audit",
   body: unknown = AUDIT,
   options: { token?: string } = {},
 ): Promise<ReporterAnswer[]> {
-  return Promise.all(
-    Array.from({ length: count }, (_, i) => vms[i % vms.length]!.post(route, body, options)),
-  );
+  return Promise.all(Array.from({ length: count }, () => vm.post(route, body, options)));
 }
 
 const statuses = (answers: ReporterAnswer[]) => answers.map((a) => a.status).sort();
 const countOf = (answers: ReporterAnswer[], status: number) =>
   answers.filter((a) => a.status === status).length;
 
-/** Every text value of every row of every table in public and private, as one string each. */
+/** Every text value of every row of every table in public, private and auth, as one string each. */
 async function everyStoredRow(db: TestDatabase): Promise<string[]> {
   const tables = await db.sql<{ name: string }[]>`
     select format('%I.%I', schemaname, tablename) as name from pg_tables
@@ -103,10 +100,10 @@ async function everyStoredRow(db: TestDatabase): Promise<string[]> {
 // --- the edge ----------------------------------------------------------------------------------
 
 Deno.test("vm-reporter edge: routes, methods, CORS and the project header", async (t) => {
-  await using db = await createTestDatabase();
-  await using server = await startServer(db.url);
+  await using stack = await inProcess();
+  const db = stack.db;
   const { projectId, token } = await setupProject(db.sql);
-  const vm = reporter(server, projectId, token);
+  const vm = reporter(stack, projectId, token);
 
   await t.step("an unknown route is a JSON 404 naming the route", async () => {
     const answer = await vm.post("/nope", AUDIT);
@@ -179,11 +176,11 @@ Deno.test("vm-reporter edge: routes, methods, CORS and the project header", asyn
 // --- authentication ----------------------------------------------------------------------------
 
 Deno.test("vm-reporter authentication: one 401 for every bad token", async (t) => {
-  await using db = await createTestDatabase();
-  await using server = await startServer(db.url);
+  await using stack = await inProcess();
+  const db = stack.db;
   const a = await setupProject(db.sql);
   const b = await setupProject(db.sql);
-  const vmA = reporter(server, a.projectId, a.token);
+  const vmA = reporter(stack, a.projectId, a.token);
   const sentTokens = [a.token, b.token];
 
   await t.step("the issued token of the project is accepted", async () => {
@@ -237,7 +234,7 @@ Deno.test("vm-reporter authentication: one 401 for every bad token", async (t) =
   await t.step("a revoked token is 401", async () => {
     const c = await setupProject(db.sql);
     sentTokens.push(c.token);
-    const vmC = reporter(server, c.projectId, c.token);
+    const vmC = reporter(stack, c.projectId, c.token);
     await vmC.ok("/audit", AUDIT);
     const [{ revoked }] = await db.sql<[{ revoked: number }]>`
       select private.revoke_reporter_tokens(${c.projectId}) as revoked`;
@@ -250,7 +247,7 @@ Deno.test("vm-reporter authentication: one 401 for every bad token", async (t) =
     const first = c.token;
     const second = await issueReporterToken(db.sql, c.projectId);
     sentTokens.push(first, second);
-    const vmC = reporter(server, c.projectId, first);
+    const vmC = reporter(stack, c.projectId, first);
     await vmC.ok("/audit", AUDIT);
     assert.equal((await vmC.post("/audit", AUDIT, { token: second })).status, 200);
   });
@@ -258,7 +255,7 @@ Deno.test("vm-reporter authentication: one 401 for every bad token", async (t) =
   await t.step("an older token expires at once with a zero overlap", async () => {
     const c = await setupProject(db.sql);
     const first = c.token;
-    const vmC = reporter(server, c.projectId, first);
+    const vmC = reporter(stack, c.projectId, first);
     await vmC.ok("/audit", AUDIT);
     const second = await issueReporterToken(db.sql, c.projectId, "0 seconds");
     sentTokens.push(first, second);
@@ -266,29 +263,29 @@ Deno.test("vm-reporter authentication: one 401 for every bad token", async (t) =
     assert.equal((await vmC.post("/audit", AUDIT, { token: second })).status, 200);
   });
 
-  await t.step("no answer, no log row and no server output holds a token", async () => {
+  await t.step("no answer, no log row and no log line holds a token", async () => {
     await eventually(async () => {
       const [{ count }] = await db.sql<[{ count: number }]>`
         select count(*)::int as count from public.vm_reporter_request_log where status_code = 401`;
       return count >= 10 ? true : undefined;
     });
     const stored = await everyStoredRow(db);
-    const output = server.output();
+    const output = stack.output();
     for (const sent of sentTokens) {
       assert.ok(!stored.some((row) => row.includes(sent)), "a table holds a plaintext token");
-      assert.ok(!output.includes(sent), "the server output holds a token");
+      assert.ok(!output.includes(sent), "the log holds a token");
     }
-    assert.ok(!/vmr_[A-Za-z0-9_-]{20,}/.test(output), "the server output holds a vmr_ token");
+    assert.ok(!/vmr_[A-Za-z0-9_-]{20,}/.test(output), "the log holds a vmr_ token");
   });
 });
 
 // --- bodies ------------------------------------------------------------------------------------
 
 Deno.test("vm-reporter bodies: size, JSON and schema, after authentication", async (t) => {
-  await using db = await createTestDatabase();
-  await using server = await startServer(db.url, { MAX_BODY_BYTES: "1024" });
+  await using stack = await inProcess({ MAX_BODY_BYTES: "1024" });
+  const db = stack.db;
   const { projectId, token } = await setupProject(db.sql);
-  const vm = reporter(server, projectId, token);
+  const vm = reporter(stack, projectId, token);
   const big = { events: [{ action: "x", details: { pad: "p".repeat(2000) } }] };
 
   await t.step("a body over MAX_BODY_BYTES is 413 and nothing is stored", async () => {
@@ -367,13 +364,14 @@ Deno.test("vm-reporter bodies: size, JSON and schema, after authentication", asy
 // --- rate limits -------------------------------------------------------------------------------
 
 Deno.test("vm-reporter rate limits: per project, failed authentication apart", async (t) => {
-  await using db = await createTestDatabase();
+  // Each step its own project, so each has the whole budget of 5.
+  await using stack = await inProcess({ VM_REPORTER_RATE_LIMIT: "5" });
+  const db = stack.db;
 
   await t.step("of 8 concurrent requests with a limit of 5, exactly 5 pass", async () => {
-    await using server = await startServer(db.url, { VM_REPORTER_RATE_LIMIT: "5" });
     const { projectId, token } = await setupProject(db.sql);
-    const vm = reporter(server, projectId, token);
-    const answers = await burst([vm], 8);
+    const vm = reporter(stack, projectId, token);
+    const answers = await burst(vm, 8);
     assert.deepEqual(statuses(answers), [200, 200, 200, 200, 200, 429, 429, 429]);
     for (const answer of answers.filter((a) => a.status === 429)) assertRateLimited(answer);
     const [{ count }] = await db.sql<[{ count: number }]>`
@@ -381,34 +379,32 @@ Deno.test("vm-reporter rate limits: per project, failed authentication apart", a
     assert.equal(count, 5, "only the requests that passed wrote");
     // Another project has a budget of its own.
     const other = await setupProject(db.sql);
-    await reporter(server, other.projectId, other.token).ok("/audit", AUDIT);
+    await reporter(stack, other.projectId, other.token).ok("/audit", AUDIT);
   });
 
   await t.step("wrong-token requests do not spend the project's budget", async () => {
-    await using server = await startServer(db.url, { VM_REPORTER_RATE_LIMIT: "5" });
     const { projectId, token } = await setupProject(db.sql);
-    const vm = reporter(server, projectId, token);
+    const vm = reporter(stack, projectId, token);
     const never = await neverIssuedToken();
-    const bad = await burst([vm], 10, "/audit", AUDIT, { token: never });
+    const bad = await burst(vm, 10, "/audit", AUDIT, { token: never });
     for (const answer of bad) assertUnauthorized(answer);
-    const good = await burst([vm], 8);
+    const good = await burst(vm, 8);
     assert.equal(countOf(good, 200), 5, `statuses: ${statuses(good)}`);
     assert.equal(countOf(good, 429), 3);
   });
 
   await t.step("invalid bodies with a valid token do spend it", async () => {
-    await using server = await startServer(db.url, { VM_REPORTER_RATE_LIMIT: "5" });
     const { projectId, token } = await setupProject(db.sql);
-    const vm = reporter(server, projectId, token);
+    const vm = reporter(stack, projectId, token);
     for (let i = 0; i < 5; i++) assertError(await vm.post("/health", {}), 400, /cpu_percent/);
     assertRateLimited(await vm.post("/audit", AUDIT));
     assertRateLimited(await vm.post("/health", {}));
   });
 
   await t.step("failed authentications are limited separately, per project", async () => {
-    await using server = await startServer(db.url, { VM_REPORTER_UNAUTHENTICATED_LIMIT: "3" });
-    const { projectId, token } = await setupProject(db.sql);
-    const vm = reporter(server, projectId, token);
+    await using limited = await inProcess({ VM_REPORTER_UNAUTHENTICATED_LIMIT: "3" });
+    const { projectId, token } = await setupProject(limited.db.sql);
+    const vm = reporter(limited, projectId, token);
     const never = await neverIssuedToken();
     for (let i = 0; i < 3; i++) {
       assertUnauthorized(await vm.post("/audit", AUDIT, { token: never }));
@@ -422,27 +418,11 @@ Deno.test("vm-reporter rate limits: per project, failed authentication apart", a
     assertRateLimited(await vm.post("/audit", AUDIT, { token: never, projectId: nowhere }));
     // The VM with the right token is not locked out, and another project's guesses still hear 401.
     await vm.ok("/audit", AUDIT);
-    const other = await setupProject(db.sql);
+    const other = await setupProject(limited.db.sql);
     assertUnauthorized(
       await vm.post("/audit", AUDIT, { token: never, projectId: other.projectId }),
     );
   });
-
-  await t.step(
-    "two server processes on one database share the budget: exactly 6 pass",
-    async () => {
-      await using one = await startServer(db.url, { VM_REPORTER_RATE_LIMIT: "6" });
-      await using two = await startServer(db.url, { VM_REPORTER_RATE_LIMIT: "6" });
-      const { projectId, token } = await setupProject(db.sql);
-      const answers = await burst(
-        [reporter(one, projectId, token), reporter(two, projectId, token)],
-        14,
-      );
-      assert.equal(countOf(answers, 200), 6, `statuses: ${statuses(answers)}`);
-      assert.equal(countOf(answers, 429), 8);
-      for (const answer of answers.filter((a) => a.status === 429)) assertRateLimited(answer);
-    },
-  );
 });
 
 // --- the request log ---------------------------------------------------------------------------
@@ -456,13 +436,10 @@ interface LogRow {
 }
 
 Deno.test("vm-reporter request log: every request is a row", async (t) => {
-  await using db = await createTestDatabase();
-  await using server = await startServer(db.url, {
-    MAX_BODY_BYTES: "2048",
-    VM_REPORTER_RATE_LIMIT: "3",
-  });
+  await using stack = await inProcess({ MAX_BODY_BYTES: "2048", VM_REPORTER_RATE_LIMIT: "3" });
+  const db = stack.db;
   const { projectId, token } = await setupProject(db.sql);
-  const vm = reporter(server, projectId, token);
+  const vm = reporter(stack, projectId, token);
   const never = await neverIssuedToken();
 
   /** Each request in order, with the row it must leave behind. */
@@ -521,23 +498,83 @@ Deno.test("vm-reporter request log: every request is a row", async (t) => {
     assert.ok(rows.filter((r) => r.status_code !== 200).every((r) => r.error_message !== null));
   });
 
-  await t.step("the log and the server output never hold the token", async () => {
+  await t.step("the request log and the log lines never hold the token", async () => {
     const [{ count }] = await db.sql<[{ count: number }]>`
       select count(*)::int as count from public.vm_reporter_request_log t
       where strpos(t::text, ${token}) > 0 or strpos(t::text, ${never}) > 0`;
     assert.equal(count, 0);
-    assert.ok(!server.output().includes(token));
-    assert.ok(!server.output().includes(never));
+    assert.ok(!stack.output().includes(token));
+    assert.ok(!stack.output().includes(never));
+  });
+});
+
+Deno.test("vm-reporter request log in the dashboard's project_logs, for members only", async (t) => {
+  await using stack = await inProcess();
+  const db = stack.db;
+  const { projectId, token, userId } = await setupProject(db.sql);
+  const outsider = await createUser(db.sql);
+  const vm = reporter(stack, projectId, token);
+  await vm.ok("/audit", {
+    events: [
+      { agent: "alpha", action: "build_failed", severity: "error", details: { code: 2 } },
+      { agent: "beta", action: "pr_opened" },
+    ],
+  });
+  assert.equal((await vm.post("/audit", { events: [] })).status, 400);
+  assert.equal((await vm.post("/audit", AUDIT, { token: null })).status, 401);
+  await eventually(async () => {
+    const [{ count }] = await db.sql<[{ count: number }]>`
+      select count(*)::int as count from public.vm_reporter_request_log
+      where project_id = ${projectId}`;
+    return count === 3 ? true : undefined;
+  });
+
+  await t.step(
+    "project_logs shows 4xx requests as warn and error audit events as error",
+    async () => {
+      const rows = await asUser(
+        db.sql,
+        userId,
+        (tx) =>
+          tx<{ source: string; severity: string; summary: string }[]>`
+          select source, severity, summary from public.project_logs
+          where project_id = ${projectId}`,
+      );
+      const requests = rows.filter((r) => r.source === "request");
+      assert.deepEqual(
+        requests.map((r) => ({ ...r })).sort((x, y) => x.summary.localeCompare(y.summary)),
+        [
+          { source: "request", severity: "info", summary: "/audit 200" },
+          { source: "request", severity: "warn", summary: "/audit 400" },
+          { source: "request", severity: "warn", summary: "/audit 401" },
+        ],
+      );
+      const audit = rows.filter((r) => r.source === "audit");
+      assert.deepEqual(
+        audit.map((r) => ({ ...r })).sort((x, y) => x.summary.localeCompare(y.summary)),
+        [
+          { source: "audit", severity: "error", summary: "alpha: build_failed" },
+          { source: "audit", severity: "info", summary: "beta: pr_opened" },
+        ],
+      );
+    },
+  );
+
+  await t.step("a non-member sees none of these rows", async () => {
+    await assertMembersOnly(db.sql, projectId, userId, outsider, [
+      "project_logs",
+      "vm_reporter_request_log",
+    ]);
   });
 });
 
 // --- unexpected errors -------------------------------------------------------------------------
 
 Deno.test("vm-reporter unexpected errors: a generic 500 with a request id", async (t) => {
-  await using db = await createTestDatabase();
-  await using server = await startServer(db.url);
+  await using stack = await inProcess();
+  const db = stack.db;
   const { projectId, token } = await setupProject(db.sql);
-  const vm = reporter(server, projectId, token);
+  const vm = reporter(stack, projectId, token);
   const conflicts = {
     conflicts_detected: 1,
     conflicts_resolved: 1,
@@ -565,7 +602,7 @@ Deno.test("vm-reporter unexpected errors: a generic 500 with a request id", asyn
     assertNoLeak(answer, token);
     const line = await eventually(() =>
       Promise.resolve(
-        server.output().split("\n").find((l) => l.includes(requestId!) && l.includes('"error"')),
+        stack.output().split("\n").find((l) => l.includes(requestId!) && l.includes('"error"')),
       )
     );
     assert.ok(!line.includes(token));
@@ -595,10 +632,9 @@ Deno.test("vm-reporter unexpected errors: a generic 500 with a request id", asyn
 Deno.test({
   name: "vm-reporter: a body jsonb cannot hold is refused after authentication, never a 500",
   fn: async (t) => {
-    await using db = await createTestDatabase();
-    await using server = await startServer(db.url, { VM_REPORTER_UNAUTHENTICATED_LIMIT: "2" });
-    const { projectId, token } = await setupProject(db.sql);
-    const vm = reporter(server, projectId, token);
+    await using stack = await inProcess({ VM_REPORTER_UNAUTHENTICATED_LIMIT: "2" });
+    const { projectId, token } = await setupProject(stack.db.sql);
+    const vm = reporter(stack, projectId, token);
     const never = await neverIssuedToken();
     const nulDetails = { events: [{ action: "x", details: { note: "a\u0000b" } }] };
     const loneSurrogate = '{"messages":[{"agent":"alpha","content":"a\\ud800b"}]}';
