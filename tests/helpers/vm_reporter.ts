@@ -183,9 +183,6 @@ export async function pgError(
   assert.fail("expected a database error, got none");
 }
 
-/** Resolves after `ms` milliseconds (only for waiting out a lease between polls). */
-export const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 // --- commands and approvals ---------------------------------------------------------------------
 
 /** A command as /commands/poll hands it out. */
