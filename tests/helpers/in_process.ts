@@ -3,10 +3,15 @@
  * `deno task start` builds them (local compute driver, simulated VMs under a temporary directory),
  * each handler behind the same gateway, and requests handed to it as `Request` objects, no socket.
  * For per-route and per-action tests; crash, restart and two-server scenarios keep a subprocess
- * (`server.ts`).
+ * (`server.ts`). No reconciler loop runs here: a test that needs the platform to move a project
+ * (provisioning → active and so on) asks for runs with `reconcile()`.
  */
 import { loadConfig } from "../../supabase/functions/_shared/config.ts";
 import type { LogLevel } from "../../supabase/functions/_shared/log.ts";
+import {
+  reconcileOnce,
+  type ReconcileReport,
+} from "../../supabase/functions/_shared/reconciler.ts";
 import {
   closeServices,
   createServices,
@@ -24,13 +29,33 @@ export interface InProcessStack extends Endpoint, AsyncDisposable {
   services: Services;
   /** Every line the functions logged so far, one JSON object per line. */
   output(): string;
+  /**
+   * One reconciler run, as `deno task start`'s loop (scripts/lib/reconcile_loop.ts) runs it every
+   * RECONCILE_INTERVAL_MS; a failure is thrown, not logged.
+   */
+  reconcile(): Promise<ReconcileReport>;
 }
 
 const ORIGIN = "http://127.0.0.1:54321";
 
+export interface InProcessOptions {
+  /**
+   * Another stack's database, for the same functions with other settings on it (as a second
+   * server on one database): it is left to its owner, not dropped with this stack.
+   */
+  db?: TestDatabase;
+}
+
 /** `env`: settings on top of the defaults (as the environment of `deno task start`). */
-export async function inProcess(env: Record<string, string> = {}): Promise<InProcessStack> {
-  const db = await createTestDatabase();
+export async function inProcess(
+  env: Record<string, string> = {},
+  options: InProcessOptions = {},
+): Promise<InProcessStack> {
+  const shared = options.db;
+  const db = shared ?? await createTestDatabase();
+  const dropOwnDatabase = async () => {
+    if (!shared) await db[Symbol.asyncDispose]();
+  };
   const vmRoot = await Deno.makeTempDir({ prefix: "vm-service-vms-" });
   const lines: string[] = [];
   let services: Services | undefined;
@@ -44,7 +69,7 @@ export async function inProcess(env: Record<string, string> = {}): Promise<InPro
     services = await createServices(config, {}, (_level, line) => lines.push(line));
   } catch (error) {
     await Deno.remove(vmRoot, { recursive: true }).catch(() => {});
-    await db[Symbol.asyncDispose]();
+    await dropOwnDatabase();
     throw error;
   }
   const gateway = createGateway({
@@ -62,10 +87,11 @@ export async function inProcess(env: Record<string, string> = {}): Promise<InPro
     functionUrl: (name) => `${ORIGIN}/functions/v1/${name}`,
     fetch: async (request) => await gateway(request),
     output: () => lines.join("\n"),
+    reconcile: () => reconcileOnce({ ...ready, log: ready.log.with({ component: "reconciler" }) }),
     async [Symbol.asyncDispose]() {
       await closeServices(ready);
       await Deno.remove(vmRoot, { recursive: true }).catch(() => {});
-      await db[Symbol.asyncDispose]();
+      await dropOwnDatabase();
     },
   };
 }
