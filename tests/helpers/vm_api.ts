@@ -159,7 +159,7 @@ export async function eventually<T>(
   }
 }
 
-// --- what the actions left in the database --------------------------------------------------------
+// --- what the actions left in the database -----------------------------------------------------
 
 /** The project's status in the database; undefined once the row is gone. */
 export async function projectStatus(

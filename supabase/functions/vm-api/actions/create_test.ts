@@ -226,56 +226,62 @@ Deno.test("create makes a project in an organization of the caller's", async (t)
     );
     assert.equal(await projectsOf(sql, orgA), 2);
   });
-});
 
-Deno.test("create within ACTIVE_PROJECT_LIMIT counts an organization's projects not stopped", async (t) => {
-  await using stack = await inProcess({ ...ACTION_ENV, ACTIVE_PROJECT_LIMIT: "2" });
-  const { sql } = stack.db;
-  const api = vmApi(stack);
-  const users = await Promise.all(Array.from({ length: 5 }, () => createUser(sql)));
-  const [user] = users as [string];
-  const org = await createOrganization(sql, [user]);
-  const ids: string[] = [];
+  await t.step(
+    "with ACTIVE_PROJECT_LIMIT, an organization's projects that are not stopped count",
+    async (t) => {
+      // The functions with other settings on this test's database, as a second server would be.
+      await using limited = await inProcess({ ...ACTION_ENV, ACTIVE_PROJECT_LIMIT: "2" }, {
+        db: stack.db,
+      });
+      const { sql } = limited.db;
+      const api = vmApi(limited);
+      const users = await Promise.all(Array.from({ length: 5 }, () => createUser(sql)));
+      const [user] = users as [string];
+      const org = await createOrganization(sql, [user]);
+      const ids: string[] = [];
 
-  await t.step("a create beyond the limit is 400 and creates nothing", async () => {
-    for (const name of ["First", "Second"]) {
-      ids.push(ok<Transition>(await api.create(user, org, { name })).project_id);
-    }
-    const message = refused(await api.create(user, org, { name: "Third" }), 400);
-    assert.equal(
-      message,
-      "Active project limit reached: this organization already has 2 of 2 allowed projects " +
-        "running. Stop a project first.",
-    );
-    assert.equal(await projectsOf(sql, org), 2);
-  });
+      await t.step("a create beyond the limit is 400 and creates nothing", async () => {
+        for (const name of ["First", "Second"]) {
+          ids.push(ok<Transition>(await api.create(user, org, { name })).project_id);
+        }
+        const message = refused(await api.create(user, org, { name: "Third" }), 400);
+        assert.equal(
+          message,
+          "Active project limit reached: this organization already has 2 of 2 allowed projects " +
+            "running. Stop a project first.",
+        );
+        assert.equal(await projectsOf(sql, org), 2);
+      });
 
-  await t.step("the limit is per organization", async () => {
-    const otherOrg = await createOrganization(sql, [user], "Other");
-    ok<Transition>(await api.create(user, otherOrg, { name: "Elsewhere" }));
-  });
+      await t.step("the limit is per organization", async () => {
+        const otherOrg = await createOrganization(sql, [user], "Other");
+        ok<Transition>(await api.create(user, otherOrg, { name: "Elsewhere" }));
+      });
 
-  await t.step("a stopped project does not count", async () => {
-    const [first] = ids as [string];
-    await reconcileUntil(stack, first, "active");
-    ok<Transition>(await api.act(user, "stop", first));
-    // Stopping still counts: only stopped frees a place.
-    refused(await api.create(user, org, { name: "Third" }), 400);
-    await reconcileUntil(stack, first, "stopped");
-    ok<Transition>(await api.create(user, org, { name: "Third" }));
-    assert.equal(await projectsOf(sql, org), 3);
-  });
+      await t.step("a stopped project does not count", async () => {
+        const [first] = ids as [string];
+        await reconcileUntil(limited, first, "active");
+        ok<Transition>(await api.act(user, "stop", first));
+        // Stopping still counts: only stopped frees a place.
+        refused(await api.create(user, org, { name: "Third" }), 400);
+        await reconcileUntil(limited, first, "stopped");
+        ok<Transition>(await api.create(user, org, { name: "Third" }));
+        assert.equal(await projectsOf(sql, org), 3);
+      });
 
-  await t.step("five simultaneous creates with ACTIVE_PROJECT_LIMIT=2: two win", async () => {
-    const emptyOrg = await createOrganization(sql, users, "Empty");
-    const answers = await Promise.all(
-      users.map((u, i) => api.create(u, emptyOrg, { name: `Race ${i}` })),
-    );
-    assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 400, 400, 400]);
-    for (const answer of answers) {
-      if (answer.status === 200) assert.equal(ok<Transition>(answer).status, "provisioning");
-      else assert.match(refused(answer, 400), /limit/i);
-    }
-    assert.equal(await projectsOf(sql, emptyOrg), 2);
-  });
+      await t.step("five simultaneous creates with ACTIVE_PROJECT_LIMIT=2: two win", async () => {
+        const emptyOrg = await createOrganization(sql, users, "Empty");
+        const answers = await Promise.all(
+          users.map((u, i) => api.create(u, emptyOrg, { name: `Race ${i}` })),
+        );
+        assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 400, 400, 400]);
+        for (const answer of answers) {
+          if (answer.status === 200) assert.equal(ok<Transition>(answer).status, "provisioning");
+          else assert.match(refused(answer, 400), /limit/i);
+        }
+        assert.equal(await projectsOf(sql, emptyOrg), 2);
+      });
+    },
+  );
 });

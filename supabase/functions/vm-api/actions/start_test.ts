@@ -148,98 +148,102 @@ Deno.test("start boots a stopped project's VM", async (t) => {
     await reconcileUntil(stack, id, "active");
     assert.equal(await countActivity(sql, id, "vm_started"), 1);
   });
-});
 
-Deno.test("start within ACTIVE_PROJECT_LIMIT", async (t) => {
-  await using stack = await inProcess({ ...ACTION_ENV, ACTIVE_PROJECT_LIMIT: "2" });
-  const { sql } = stack.db;
-  const api = vmApi(stack);
-  const user = await createUser(sql);
-  const org = await createOrganization(sql, [user]);
-  const stopped = await stoppedProject(stack, user, org);
-  const running = [
-    ok<Transition>(await api.create(user, org, { name: "Second" })).project_id,
-    ok<Transition>(await api.create(user, org, { name: "Third" })).project_id,
-  ];
+  await t.step("with ACTIVE_PROJECT_LIMIT, start waits for a free place", async (t) => {
+    // The functions with other settings on this test's database, as a second server would be.
+    await using limited = await inProcess({ ...ACTION_ENV, ACTIVE_PROJECT_LIMIT: "2" }, {
+      db: stack.db,
+    });
+    const { sql } = limited.db;
+    const api = vmApi(limited);
+    const user = await createUser(sql);
+    const org = await createOrganization(sql, [user]);
+    const stopped = await stoppedProject(limited, user, org);
+    const running = [
+      ok<Transition>(await api.create(user, org, { name: "Second" })).project_id,
+      ok<Transition>(await api.create(user, org, { name: "Third" })).project_id,
+    ];
 
-  await t.step("starting a stopped project while at the limit is 400", async () => {
-    const message = refused(await api.act(user, "start", stopped), 400);
-    assert.equal(
-      message,
-      "Active project limit reached: this organization already has 2 of 2 allowed projects " +
-        "running. Stop a project first.",
-    );
-    assert.equal(await projectStatus(sql, stopped), "stopped");
-    assert.equal(await countActivity(sql, stopped, "vm_start_requested"), 0);
-    assert.equal((await operations(sql, stopped)).length, 2, "provision and deallocate only");
-  });
-
-  await t.step("once another is stopped, the start is allowed", async () => {
-    const [other] = running as [string];
-    await reconcileUntil(stack, other, "active");
-    ok<Transition>(await api.act(user, "stop", other));
-    // Stopping still counts: only stopped frees a place.
-    refused(await api.act(user, "start", stopped), 400);
-    await reconcileUntil(stack, other, "stopped");
-    assert.equal(ok<Transition>(await api.act(user, "start", stopped)).status, "starting");
-  });
-
-  await t.step(
-    "three simultaneous starts of stopped projects with the limit at 2: two win",
-    async () => {
-      const starters = await Promise.all(Array.from({ length: 3 }, () => createUser(sql)));
-      const stoppedOrg = await createOrganization(sql, starters, "All stopped");
-      const ids = await Promise.all(
-        starters.map((u) => createProject(sql, stoppedOrg, [u], { status: "stopped" })),
+    await t.step("starting a stopped project while at the limit is 400", async () => {
+      const message = refused(await api.act(user, "start", stopped), 400);
+      assert.equal(
+        message,
+        "Active project limit reached: this organization already has 2 of 2 allowed projects " +
+          "running. Stop a project first.",
       );
-      const answers = await Promise.all(starters.map((u, i) => api.act(u, "start", ids[i]!)));
-      assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 400]);
-      for (const answer of answers) {
-        if (answer.status !== 200) assert.match(refused(answer, 400), /limit/i);
-      }
-      const [{ running }] = await sql<[{ running: number }]>`
-        select count(*)::int as running from public.projects
-        where organization_id = ${stoppedOrg} and status <> 'stopped'`;
-      assert.equal(running, 2);
-    },
-  );
-});
+      assert.equal(await projectStatus(sql, stopped), "stopped");
+      assert.equal(await countActivity(sql, stopped, "vm_start_requested"), 0);
+      assert.equal((await operations(sql, stopped)).length, 2, "provision and deallocate only");
+    });
 
-Deno.test("a start that keeps failing ends stopped after COMPUTE_MAX_ATTEMPTS", async () => {
-  await using stack = await inProcess({
-    ...ACTION_ENV,
-    LOCAL_COMPUTE_FAULTS: "start:error",
-    COMPUTE_MAX_ATTEMPTS: "3",
-    COMPUTE_RETRY_BASE_SECONDS: "1",
+    await t.step("once another is stopped, the start is allowed", async () => {
+      const [other] = running as [string];
+      await reconcileUntil(limited, other, "active");
+      ok<Transition>(await api.act(user, "stop", other));
+      // Stopping still counts: only stopped frees a place.
+      refused(await api.act(user, "start", stopped), 400);
+      await reconcileUntil(limited, other, "stopped");
+      assert.equal(ok<Transition>(await api.act(user, "start", stopped)).status, "starting");
+    });
+
+    await t.step(
+      "three simultaneous starts of stopped projects with the limit at 2: two win",
+      async () => {
+        const starters = await Promise.all(Array.from({ length: 3 }, () => createUser(sql)));
+        const stoppedOrg = await createOrganization(sql, starters, "All stopped");
+        const ids = await Promise.all(
+          starters.map((u) => createProject(sql, stoppedOrg, [u], { status: "stopped" })),
+        );
+        const answers = await Promise.all(starters.map((u, i) => api.act(u, "start", ids[i]!)));
+        assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 400]);
+        for (const answer of answers) {
+          if (answer.status !== 200) assert.match(refused(answer, 400), /limit/i);
+        }
+        const [{ running }] = await sql<[{ running: number }]>`
+          select count(*)::int as running from public.projects
+          where organization_id = ${stoppedOrg} and status <> 'stopped'`;
+        assert.equal(running, 2);
+      },
+    );
   });
-  const { sql } = stack.db;
-  const api = vmApi(stack);
-  const user = await createUser(sql);
-  const org = await createOrganization(sql, [user]);
-  const id = await stoppedProject(stack, user, org);
 
-  const startedAt = Date.now();
-  assert.equal(ok<Transition>(await api.act(user, "start", id)).status, "starting");
-  // The reconciler resends the failed call when its backoff is over, until it gives up.
-  await eventually(async () => {
-    await stack.reconcile();
-    return (await countActivity(sql, id, "vm_start_failed")) === 1 ? true : undefined;
-  }, { timeoutMs: 12_000, intervalMs: 100 });
-  assert.ok(Date.now() - startedAt < 12_000);
+  await t.step("a start that keeps failing ends stopped after COMPUTE_MAX_ATTEMPTS", async () => {
+    // The functions with other settings on this test's database, as a second server would be.
+    await using failing = await inProcess({
+      ...ACTION_ENV,
+      LOCAL_COMPUTE_FAULTS: "start:error",
+      COMPUTE_MAX_ATTEMPTS: "3",
+      COMPUTE_RETRY_BASE_SECONDS: "1",
+    }, { db: stack.db });
+    const { sql } = failing.db;
+    const api = vmApi(failing);
+    const user = await createUser(sql);
+    const org = await createOrganization(sql, [user]);
+    const id = await stoppedProject(failing, user, org);
 
-  const { project } = await api.status(user, id);
-  assert.equal(project.status, "stopped");
-  const lastError = project.last_error;
-  assert.equal(typeof lastError, "string");
-  assert.ok(lastError!.length > 0 && lastError!.length < 300, lastError!);
-  assert.doesNotMatch(lastError!, /\n|\bat \S+:\d+|\b(select|insert|update|delete from)\b/i);
+    const startedAt = Date.now();
+    assert.equal(ok<Transition>(await api.act(user, "start", id)).status, "starting");
+    // The reconciler resends the failed call when its backoff is over, until it gives up.
+    await eventually(async () => {
+      await failing.reconcile();
+      return (await countActivity(sql, id, "vm_start_failed")) === 1 ? true : undefined;
+    }, { timeoutMs: 12_000, intervalMs: 100 });
+    assert.ok(Date.now() - startedAt < 12_000);
 
-  const [failed] = await activityRows(sql, id, "vm_start_failed");
-  assert.equal(failed?.details.attempts, 3);
-  assert.equal(failed?.details.error, lastError);
+    const { project } = await api.status(user, id);
+    assert.equal(project.status, "stopped");
+    const lastError = project.last_error;
+    assert.equal(typeof lastError, "string");
+    assert.ok(lastError!.length > 0 && lastError!.length < 300, lastError!);
+    assert.doesNotMatch(lastError!, /\n|\bat \S+:\d+|\b(select|insert|update|delete from)\b/i);
 
-  const start = (await operations(sql, id)).filter((o) => o.kind === "start");
-  assert.equal(start.length, 1);
-  assert.equal(start[0]!.state, "failed");
-  assert.equal(start[0]!.attempts, 3);
+    const [failed] = await activityRows(sql, id, "vm_start_failed");
+    assert.equal(failed?.details.attempts, 3);
+    assert.equal(failed?.details.error, lastError);
+
+    const start = (await operations(sql, id)).filter((o) => o.kind === "start");
+    assert.equal(start.length, 1);
+    assert.equal(start[0]!.state, "failed");
+    assert.equal(start[0]!.attempts, 3);
+  });
 });

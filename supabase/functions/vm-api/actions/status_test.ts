@@ -148,61 +148,67 @@ Deno.test("status shows a member the project and its latest activity", async (t)
     refused(foreign, 403);
     assert.deepEqual(missing.body, foreign.body);
   });
-});
 
-Deno.test("a project stuck in a transitional state is reported once and sends users to support", async (t) => {
-  await using stack = await inProcess({
-    ...ACTION_ENV,
-    LOCAL_VM_BOOT_MS: "60000",
-    STUCK_AFTER_SECONDS: "1",
-  });
-  const { sql } = stack.db;
-  const api = vmApi(stack);
-  const user = await createUser(sql);
-  const org = await createOrganization(sql, [user]);
+  await t.step(
+    "a project stuck in a transitional state is reported once and sends users to support",
+    async (t) => {
+      // The functions with other settings on this test's database, as a second server would be.
+      await using slow = await inProcess({
+        ...ACTION_ENV,
+        LOCAL_VM_BOOT_MS: "60000",
+        STUCK_AFTER_SECONDS: "1",
+      }, { db: stack.db });
+      const { sql } = slow.db;
+      const api = vmApi(slow);
+      const user = await createUser(sql);
+      const org = await createOrganization(sql, [user]);
 
-  const provisioning = ok<Transition>(await api.create(user, org, { name: "Slow boot" }))
-    .project_id;
-  // Never provisioned (stopped): start provisions it, which takes the 60 s boot.
-  const starting = await createProject(sql, org, [user], { status: "stopped" });
-  assert.equal(ok<Transition>(await api.act(user, "start", starting)).status, "starting");
+      const provisioning = ok<Transition>(await api.create(user, org, { name: "Slow boot" }))
+        .project_id;
+      // Never provisioned (stopped): start provisions it, which takes the 60 s boot.
+      const starting = await createProject(sql, org, [user], { status: "stopped" });
+      assert.equal(ok<Transition>(await api.act(user, "start", starting)).status, "starting");
 
-  await t.step("a fresh transitional project is not stuck and has no message", async () => {
-    const answer = await api.status(user, provisioning);
-    assert.equal(answer.project.status, "provisioning");
-    assert.equal(answer.project.stuck, false);
-    assert.equal(answer.message, undefined);
-  });
+      await t.step("a fresh transitional project is not stuck and has no message", async () => {
+        const answer = await api.status(user, provisioning);
+        assert.equal(answer.project.status, "provisioning");
+        assert.equal(answer.project.stuck, false);
+        assert.equal(answer.message, undefined);
+      });
 
-  for (const [id, status] of [[provisioning, "provisioning"], [starting, "starting"]] as const) {
-    await t.step(`after more than 1 s in ${status} it is stuck: contact support`, async () => {
-      const answer = await eventually(async () => {
-        const s = await api.status(user, id);
-        return s.project.stuck ? s : undefined;
-      }, { timeoutMs: 10_000, intervalMs: 200 });
-      assert.equal(answer.project.status, status);
-      assert.equal(
-        answer.message,
-        `This project has been ${status} for more than 1 second. Please contact support.`,
-      );
-      await eventually(async () => {
-        await stack.reconcile();
-        return (await countActivity(sql, id, "vm_stuck")) >= 1 ? true : undefined;
-      }, { timeoutMs: 5_000, intervalMs: 50 });
-      const [entry] = await activityRows(sql, id, "vm_stuck");
-      assert.equal(entry?.details.status, status);
-    });
-  }
+      for (
+        const [id, status] of [[provisioning, "provisioning"], [starting, "starting"]] as const
+      ) {
+        await t.step(`after more than 1 s in ${status} it is stuck: contact support`, async () => {
+          const answer = await eventually(async () => {
+            const s = await api.status(user, id);
+            return s.project.stuck ? s : undefined;
+          }, { timeoutMs: 10_000, intervalMs: 200 });
+          assert.equal(answer.project.status, status);
+          assert.equal(
+            answer.message,
+            `This project has been ${status} for more than 1 second. Please contact support.`,
+          );
+          await eventually(async () => {
+            await slow.reconcile();
+            return (await countActivity(sql, id, "vm_stuck")) >= 1 ? true : undefined;
+          }, { timeoutMs: 5_000, intervalMs: 50 });
+          const [entry] = await activityRows(sql, id, "vm_stuck");
+          assert.equal(entry?.details.status, status);
+        });
+      }
 
-  await t.step("vm_stuck is recorded exactly once per stay", async () => {
-    // Many reconciler runs later (a third project has had time to become stuck too) ...
-    const later = ok<Transition>(await api.create(user, org, { name: "Later" })).project_id;
-    await eventually(async () => {
-      await stack.reconcile();
-      return (await countActivity(sql, later, "vm_stuck")) === 1 ? true : undefined;
-    }, { timeoutMs: 10_000, intervalMs: 50 });
-    // ... the first two still have exactly one entry each.
-    assert.equal(await countActivity(sql, provisioning, "vm_stuck"), 1);
-    assert.equal(await countActivity(sql, starting, "vm_stuck"), 1);
-  });
+      await t.step("vm_stuck is recorded exactly once per stay", async () => {
+        // Many reconciler runs later (a third project has had time to become stuck too) ...
+        const later = ok<Transition>(await api.create(user, org, { name: "Later" })).project_id;
+        await eventually(async () => {
+          await slow.reconcile();
+          return (await countActivity(sql, later, "vm_stuck")) === 1 ? true : undefined;
+        }, { timeoutMs: 10_000, intervalMs: 50 });
+        // ... the first two still have exactly one entry each.
+        assert.equal(await countActivity(sql, provisioning, "vm_stuck"), 1);
+        assert.equal(await countActivity(sql, starting, "vm_stuck"), 1);
+      });
+    },
+  );
 });

@@ -66,11 +66,10 @@ Deno.test("stop deallocates an active project's VM", async (t) => {
       project_id: id,
       status: "stopping",
     });
-    assert.deepEqual(await projectTrace(sql, id), {
-      status: "stopping",
-      activity: 1,
-      operations: 1,
-    });
+    // The fixture has no VM, so what the deallocate call does next is not this step's business:
+    // only what the request itself recorded.
+    await stack.services.background.settled();
+    assert.deepEqual(await activityRows(sql, id, "vm_stop_requested"), [{ details: {} }]);
     assert.deepEqual((await operations(sql, id)).map((o) => o.kind), ["deallocate"]);
   });
 
