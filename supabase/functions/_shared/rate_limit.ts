@@ -13,9 +13,10 @@ const WINDOW = "interval '60 seconds'";
 
 /**
  * The body of a CTE that counts one hit against the key `key` (an SQL expression over `source`'s
- * rows, e.g. `$1`) and returns the window's `hits` and `retry_after` (seconds until the window
- * resets, at least 1). Concurrent hits serialise on the key's row, so exactly `limit` pass.
- * No row from `source`: nothing is counted and the CTE is empty.
+ * rows, e.g. `$1`) and returns, per key, the window's `hits` and `retry_after` (seconds until the
+ * window resets, at least 1). Concurrent hits serialise on the key's row, so exactly `limit` pass.
+ * No row from `source`: nothing is counted and the CTE is empty. Several rows must have distinct
+ * keys (a statement cannot update a row twice).
  */
 export function countHit(key: string, source = ""): string {
   return `
@@ -27,7 +28,7 @@ export function countHit(key: string, source = ""): string {
         else r.window_started_at
       end,
       hits = case when r.window_started_at + ${WINDOW} <= clock_timestamp() then 1 else r.hits + 1 end
-    returning r.hits,
+    returning r.key, r.hits,
       greatest(1, ceil(extract(epoch from r.window_started_at + ${WINDOW} - clock_timestamp())))::integer
         as retry_after`;
 }

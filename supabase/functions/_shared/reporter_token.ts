@@ -34,6 +34,11 @@ export function hashSecret(plaintext: string): Uint8Array {
   return new Uint8Array(createHash("sha256").update(plaintext).digest());
 }
 
+/** The hash as lowercase hex, as SQL's `decode(…, 'hex')` reads it from a JSON document. */
+export function hashSecretHex(plaintext: string): string {
+  return createHash("sha256").update(plaintext).digest("hex");
+}
+
 function newSecret(prefix: string): Promise<Secret> {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   const plaintext = prefix + base64url(bytes);

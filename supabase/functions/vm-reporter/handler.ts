@@ -2,7 +2,8 @@
  * POST /functions/v1/vm-reporter/<route>: what VMs call on every agent cycle.
  *
  * method → route → X-Project-ID → bearer token shape → body (size limit, JSON) → schema →
- * ONE SQL statement (dispatch.ts: token hash lookup, the project's rate budget, the route's work)
+ * ONE SQL statement per batch of requests (dispatch.ts: token hash lookup, the project's rate
+ * budget, the route's work)
  * → answer. A body that fails validation still goes through authentication first (a caller
  * without a valid token hears 401, not what was wrong with its body). Every request, whatever
  * its outcome, becomes a row of the request log. No CORS: only machines call this.
@@ -11,7 +12,7 @@ import { withDeadline } from "../_shared/deadline.ts";
 import { ApiError } from "../_shared/errors.ts";
 import { answerFor, databaseAnswered } from "../_shared/failures.ts";
 import { failure, pathBelow, readJson, success } from "../_shared/http.ts";
-import { hashSecret, looksLikeReporterToken } from "../_shared/reporter_token.ts";
+import { hashSecretHex, looksLikeReporterToken } from "../_shared/reporter_token.ts";
 import type { BaseServices } from "../_shared/base_services.ts";
 import { unavailable } from "../_shared/sql_errors.ts";
 import { parseOrThrow } from "../_shared/validation.ts";
@@ -32,7 +33,13 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
     unauthenticated_limit: config.vmReporterUnauthenticatedLimit,
     command_lease_seconds: config.commandLeaseSeconds,
   };
-  const dispatch = createDispatch(sql, settings, () => databaseAnswered(services.log));
+  const dispatch = createDispatch(
+    sql,
+    settings,
+    config.requestDeadlineMs,
+    services.log.with({ function: "vm-reporter" }),
+    () => databaseAnswered(services.log),
+  );
 
   return async (request) => {
     const started = performance.now();
@@ -84,7 +91,7 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
       }
       // A value that cannot be a token is refused without asking the database.
       if (!token || !looksLikeReporterToken(token)) throw invalidToken();
-      const tokenHash = hashSecret(token);
+      const tokenHash = hashSecretHex(token);
 
       let body: unknown;
       try {
@@ -99,7 +106,7 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
         throw error;
       }
 
-      const data = await dispatch.run(definition, projectId, tokenHash, body);
+      const data = await dispatch.run(definition.statement, projectId, tokenHash, body);
       log.debug("vm-reporter request", { route, project_id: projectId });
       return success(data);
     }

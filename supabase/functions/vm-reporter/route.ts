@@ -24,12 +24,15 @@ export interface RouteContract<
 }
 
 /**
- * A route's part of its request's statement. Parameters: `$1` the project id, `$2` the body as its
- * schema parsed it (jsonb), `$3` the settings (jsonb: command_lease_seconds). `with` adds CTEs,
- * each reading `admitted` (one row when the token is valid and within the rate limit, none
- * otherwise), so nothing is written for a refused request; `data` is the expression answering the
- * success's `data`, evaluated for an admitted request only. An error raised by either (a VA-class
- * SQLSTATE, a constraint) undoes the whole statement.
+ * A route's part of the statement its requests run, a batch at a time (dispatch.ts). `with` adds
+ * CTEs that read `admitted`: one row per request of the batch whose token is valid and within the
+ * rate limit, with `ord` (the request's place in the batch), `project_id` and `body` (as its
+ * schema parsed it, jsonb); each project at most once per batch, so a CTE may upsert a project's
+ * rows. Nothing is written for a refused request. `data` answers the success's `data`: an
+ * expression over one admitted row `a` (it may read the CTEs `where x.ord = a.ord`); `$2` holds
+ * the settings (jsonb: command_lease_seconds). The names `authed`, `hit`, `admitted` and
+ * `answered` are the dispatch's own. An error raised by either (a VA-class SQLSTATE, a
+ * constraint) undoes the batch, whose requests then run one by one.
  */
 export interface RouteStatement {
   with?: string;

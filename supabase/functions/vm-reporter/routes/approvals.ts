@@ -4,7 +4,7 @@ import { agentName, approvalStatus, object, text, uuid } from "../fields.ts";
 
 export const approvals = defineRoute({
   path: "/approvals",
-  statement: { data: "private.request_approval($1, $2, $3)" },
+  statement: { data: "private.request_approval(a.project_id, a.body, $2)" },
   summary: "An agent asks a human to approve an action; request_id makes retries idempotent.",
   schema: z.object({
     request_id: text(200),

@@ -4,7 +4,7 @@ import { approvalStatus, object, uuid } from "../fields.ts";
 
 export const approvalsAck = defineRoute({
   path: "/approvals/ack",
-  statement: { data: "private.acknowledge_approval($1, $2, $3)" },
+  statement: { data: "private.acknowledge_approval(a.project_id, a.body, $2)" },
   summary: "An agent reports what it did with a decided approval.",
   schema: z.object({
     approval_id: uuid,

@@ -9,15 +9,15 @@ export const audit = defineRoute({
       stored as (
         insert into public.audit_events
           (id, project_id, agent, action, severity, details, occurred_at)
-        select coalesce(e.id, gen_random_uuid()), $1, e.agent, e.action,
+        select coalesce(e.id, gen_random_uuid()), a.project_id, e.agent, e.action,
                coalesce(e.severity, 'info'), coalesce(e.details, '{}'::jsonb),
                coalesce(e.occurred_at, now())
-        from admitted, jsonb_to_recordset($2 -> 'events') as e (
+        from admitted a, jsonb_to_recordset(a.body -> 'events') as e (
           id uuid, agent text, action text, severity text, details jsonb, occurred_at timestamptz
         )
         on conflict (project_id, id) do nothing
       )`,
-    data: `jsonb_build_object('accepted', jsonb_array_length($2 -> 'events'))`,
+    data: `jsonb_build_object('accepted', jsonb_array_length(a.body -> 'events'))`,
   },
   summary: "A batch of audit events; a repeated event id is stored once.",
   schema: z.object({

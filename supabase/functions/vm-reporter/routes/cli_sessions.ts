@@ -14,10 +14,10 @@ export const cliSessions = defineRoute({
           project_id, session_id, agent, model, started_at, ended_at, input_tokens,
           output_tokens, cost_usd, exit_status
         )
-        select $1, s.session_id, s.agent, s.model, s.started_at, s.ended_at,
+        select a.project_id, s.session_id, s.agent, s.model, s.started_at, s.ended_at,
                coalesce(s.input_tokens, 0), coalesce(s.output_tokens, 0),
                coalesce(s.cost_usd, 0), s.exit_status
-        from admitted, jsonb_to_recordset($2 -> 'sessions') as s (
+        from admitted a, jsonb_to_recordset(a.body -> 'sessions') as s (
           session_id text, agent text, model text, started_at timestamptz,
           ended_at timestamptz, input_tokens bigint, output_tokens bigint, cost_usd numeric,
           exit_status text
@@ -33,7 +33,7 @@ export const cliSessions = defineRoute({
           exit_status = coalesce(excluded.exit_status, c.exit_status),
           updated_at = now()
       )`,
-    data: `jsonb_build_object('accepted', jsonb_array_length($2 -> 'sessions'))`,
+    data: `jsonb_build_object('accepted', jsonb_array_length(a.body -> 'sessions'))`,
   },
   summary: "CLI sessions, upserted by session_id.",
   schema: z.object({

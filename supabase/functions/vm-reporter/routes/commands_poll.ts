@@ -22,7 +22,7 @@ const command = z.object({
 
 export const commandsPoll = defineRoute({
   path: "/commands/poll",
-  statement: { data: "private.poll_commands($1, $2, $3)" },
+  statement: { data: "private.poll_commands(a.project_id, a.body, $2)" },
   summary: "Leases the commands due for this VM (redelivered when the lease runs out).",
   schema: z.object({
     max: z.int({ error: "must be an integer" })

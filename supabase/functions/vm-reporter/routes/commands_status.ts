@@ -7,7 +7,7 @@ const commandStatus = z.enum(["queued", "leased", "running", "succeeded", "faile
 
 export const commandsStatus = defineRoute({
   path: "/commands/status",
-  statement: { data: "private.report_command_status($1, $2, $3)" },
+  statement: { data: "private.report_command_status(a.project_id, a.body, $2)" },
   summary: "Reports a command's progress; a repeated terminal status is accepted.",
   schema: z.object({
     command_id: uuid,

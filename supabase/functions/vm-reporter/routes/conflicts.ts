@@ -11,9 +11,9 @@ export const conflicts = defineRoute({
           project_id, branch, conflicts_detected, conflicts_resolved, sync_attempts,
           sync_failures, last_sync_at, details
         )
-        select $1, r.branch, r.conflicts_detected, r.conflicts_resolved, r.sync_attempts,
+        select a.project_id, r.branch, r.conflicts_detected, r.conflicts_resolved, r.sync_attempts,
                r.sync_failures, r.last_sync_at, coalesce(r.details, '{}'::jsonb)
-        from admitted, jsonb_to_record($2) as r (
+        from admitted a, jsonb_to_record(a.body) as r (
           branch text, conflicts_detected integer, conflicts_resolved integer,
           sync_attempts integer, sync_failures integer, last_sync_at timestamptz, details jsonb
         )

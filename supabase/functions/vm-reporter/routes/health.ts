@@ -42,23 +42,24 @@ export const health = defineRoute({
   statement: {
     with: `
       report as (
-        select $2 ->> 'health' as health,
-               coalesce(($2 ->> 'reported_at')::timestamptz, now()) as reported_at
-        from admitted
+        select a.ord, a.project_id, a.body, a.body ->> 'health' as health,
+               coalesce((a.body ->> 'reported_at')::timestamptz, now()) as reported_at
+        from admitted a
       ),
       snapshot as (
         insert into public.vm_health_snapshots
           (project_id, cpu_percent, memory_percent, disk_percent, agents, health_status, reported_at)
-        select $1, ($2 ->> 'cpu_percent')::numeric, ($2 ->> 'memory_percent')::numeric,
-               ($2 ->> 'disk_percent')::numeric, $2 -> 'agents', report.health, report.reported_at
-        from report
+        select r.project_id, (r.body ->> 'cpu_percent')::numeric, (r.body ->> 'memory_percent')::numeric,
+               (r.body ->> 'disk_percent')::numeric, r.body -> 'agents', r.health, r.reported_at
+        from report r
       ),
       agents as (
         insert into public.project_agents as pa
           (project_id, name, status, current_task, last_activity_at, error, last_reported_at)
-        select $1, a.name, a.status, a.current_task, a.last_activity_at, a.error, report.reported_at
-        from report, jsonb_to_recordset($2 -> 'agents')
-          as a (name text, status text, current_task text, last_activity_at timestamptz, error text)
+        select r.project_id, g.name, g.status, g.current_task, g.last_activity_at, g.error,
+               r.reported_at
+        from report r, jsonb_to_recordset(r.body -> 'agents')
+          as g (name text, status text, current_task text, last_activity_at timestamptz, error text)
         on conflict (project_id, name) do update set
           status = excluded.status,
           current_task = excluded.current_task,
@@ -71,12 +72,12 @@ export const health = defineRoute({
     data: `(
       select jsonb_build_object(
         'project_status', case
-          when p.health_status is distinct from report.health
-            then private.set_project_health($1, report.health, report.reported_at)
+          when p.health_status is distinct from r.health
+            then private.set_project_health(r.project_id, r.health, r.reported_at)
           else p.status
         end,
-        'health_status', report.health)
-      from report, public.projects p where p.id = $1)`,
+        'health_status', r.health)
+      from report r join public.projects p on p.id = r.project_id where r.ord = a.ord)`,
   },
   summary: "The VM's resource use and its agents' states; sets the project's health.",
   schema: HealthReport.transform((report) => ({ ...report, health: deriveHealth(report.agents) })),

@@ -8,13 +8,13 @@ export const messages = defineRoute({
     with: `
       stored as (
         insert into public.agent_messages (id, project_id, direction, agent, content, created_at)
-        select coalesce(m.id, gen_random_uuid()), $1, 'from_agent', m.agent, m.content,
+        select coalesce(m.id, gen_random_uuid()), a.project_id, 'from_agent', m.agent, m.content,
                coalesce(m.created_at, now())
-        from admitted, jsonb_to_recordset($2 -> 'messages')
+        from admitted a, jsonb_to_recordset(a.body -> 'messages')
           as m (id uuid, agent text, content text, created_at timestamptz)
         on conflict (project_id, id) do nothing
       )`,
-    data: `jsonb_build_object('accepted', jsonb_array_length($2 -> 'messages'))`,
+    data: `jsonb_build_object('accepted', jsonb_array_length(a.body -> 'messages'))`,
   },
   summary: "A batch of agent chat messages; a repeated message id is stored once.",
   schema: z.object({

@@ -11,9 +11,9 @@ export const productivityMetrics = defineRoute({
           project_id, agent, period_start, period_end, commits, prs_opened, prs_merged,
           lines_added, lines_removed, active_minutes
         )
-        select $1, r.agent, r.period_start, r.period_end, r.commits, r.prs_opened,
+        select a.project_id, r.agent, r.period_start, r.period_end, r.commits, r.prs_opened,
                r.prs_merged, r.lines_added, r.lines_removed, r.active_minutes
-        from admitted, jsonb_to_record($2) as r (
+        from admitted a, jsonb_to_record(a.body) as r (
           agent text, period_start timestamptz, period_end timestamptz, commits integer,
           prs_opened integer, prs_merged integer, lines_added integer, lines_removed integer,
           active_minutes integer

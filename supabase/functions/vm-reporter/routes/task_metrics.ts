@@ -10,9 +10,9 @@ export const taskMetrics = defineRoute({
         insert into public.task_metrics (
           project_id, agent, period_start, period_end, assigned, completed, failed, drifted
         )
-        select $1, r.agent, r.period_start, r.period_end, r.assigned, r.completed, r.failed,
+        select a.project_id, r.agent, r.period_start, r.period_end, r.assigned, r.completed, r.failed,
                r.drifted
-        from admitted, jsonb_to_record($2) as r (
+        from admitted a, jsonb_to_record(a.body) as r (
           agent text, period_start timestamptz, period_end timestamptz, assigned integer,
           completed integer, failed integer, drifted integer
         )
