@@ -125,6 +125,27 @@ Deno.test("verifyUserJwt() tolerates a few seconds of clock drift on expiry", as
   await assertAccepted(verify(bearer(await mintUserJwt(USER_ID, { expiresIn: -2 }))));
 });
 
+Deno.test("verifyUserJwt() remembers a verified token, never past its expiry", async () => {
+  let clock = Date.now();
+  const verify = createUserJwtVerifier(hsConfig, { now: () => clock });
+  const token = await mintUserJwt(USER_ID, { expiresIn: 20 });
+  await assertAccepted(verify(bearer(token)));
+  clock += 10_000;
+  await assertAccepted(verify(bearer(token)));
+  // Still within the 30 s it is remembered for, but past its own exp (and the drift tolerance).
+  clock += 16_000;
+  await assertFailure(verify(bearer(token)), "expired", /^Token has expired$/, token);
+});
+
+Deno.test("verifyUserJwt() never remembers a refusal or a token signed by another key", async () => {
+  const verify = createUserJwtVerifier(hsConfig);
+  const forged = await new SignJWT(userClaims()).setProtectedHeader({ alg: "HS256" })
+    .sign(new TextEncoder().encode("another secret that is long enough to sign"));
+  for (let i = 0; i < 2; i++) {
+    await assertFailure(verify(bearer(forged)), "invalid", /^Invalid token$/, forged);
+  }
+});
+
 Deno.test("verifyUserJwt() rejects a token without an expiry", async () => {
   const verify = createUserJwtVerifier(hsConfig);
   const { exp: _, ...claims } = userClaims();

@@ -14,7 +14,10 @@ export interface ActionContext {
   services: Services;
   claims: UserClaims;
   requestId: string;
-  /** Answers one SQL call made as the signed-in user (role authenticated, RLS applies). */
+  /**
+   * Answers one SQL call made as the signed-in user (role authenticated, RLS applies). The first
+   * call spends the user's rate budget (429 beyond it, the call not made).
+   */
   asUser<T>(call: UserCall): Promise<T>;
   /** Sends a recorded, claimed operation to the compute driver after the response. */
   dispatch(operation: ClaimedOperation): void;

@@ -1,12 +1,13 @@
 /**
  * POST /functions/v1/vm-api: the dashboard's VM lifecycle endpoint.
  *
- * edge (CORS, method) → identity (user JWT) → rate limit (per user, in PostgreSQL) → body
- * (size limit, JSON) → validation (zod, on `action`) → one SQL function as the user → answer.
+ * edge (CORS, method) → identity (user JWT) → body (size limit, JSON) → validation (zod, on
+ * `action`) → one SQL function as the user, in the transaction that counts the user's rate-limit
+ * hit (a refused body spends budget too, and hears 429 over it) → answer.
  * Compute operations recorded by the action are sent after the answer is ready.
  */
 import { createUserJwtVerifier } from "../_shared/auth/verify_user_jwt.ts";
-import { asUser } from "../_shared/as_user.ts";
+import { asUser, type UserCall } from "../_shared/as_user.ts";
 import { corsHeaders, preflight } from "../_shared/cors.ts";
 import { withDeadline } from "../_shared/deadline.ts";
 import { ApiError } from "../_shared/errors.ts";
@@ -69,16 +70,31 @@ export function createVmApi(services: Services): (request: Request) => Promise<R
         throw new ApiError("UNAUTHORIZED", identity.message);
       }
       const claims = identity.claims;
-      await enforceRateLimit(sql, `vm-api:user:${claims.sub}`, config.vmApiRateLimit);
-      databaseAnswered(services.log);
+      const budget = { key: `vm-api:user:${claims.sub}`, limit: config.vmApiRateLimit };
 
-      const input = parseOrThrow(ActionRequest, await readJson(request, config.maxBodyBytes));
+      let input;
+      try {
+        input = parseOrThrow(ActionRequest, await readJson(request, config.maxBodyBytes));
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        // The request still spends budget: over it, the answer is 429 whatever the body.
+        await enforceRateLimit(sql, budget.key, budget.limit);
+        databaseAnswered(services.log);
+        throw error;
+      }
       action = input.action;
+      // The action's one call as the user spends the budget in the same round trip.
+      let spent = false;
       const data = await runAction({
         services,
         claims,
         requestId,
-        asUser: (run) => asUser(sql, claims, run),
+        asUser: async <T>(run: UserCall) => {
+          const answer = await asUser<T>(sql, claims, run, spent ? undefined : budget);
+          spent = true;
+          databaseAnswered(services.log);
+          return answer;
+        },
         dispatch: (operation) =>
           services.background.run(
             "compute dispatch",

@@ -672,6 +672,34 @@ Deno.test("vm-api's edge, in process", async (t) => {
       assertLogHasNoToken(strict);
     });
 
+    await t.step(
+      "over the limit an action is not carried out; a refused one still counts",
+      async () => {
+        await using strict = await inProcess({ VM_API_RATE_LIMIT: "2" }, { db: limits.db });
+        const owner = await createUser(sql);
+        const own = await createProject(sql, await createOrganization(sql, [owner]), [owner]);
+        const auth = await userAuth(owner);
+        // Someone else's project: the database refuses the call (403), and the hit stays counted.
+        assertError(await send(strict, { authorization: auth, json: statusBody(project) }), 403);
+        assert.equal(
+          (await send(strict, { authorization: auth, json: statusBody(own) })).status,
+          200,
+        );
+        const stop = await send(strict, {
+          authorization: auth,
+          json: { action: "stop", project_id: own },
+        });
+        assertRateLimited(stop);
+        const [row] = await sql<[{ status: string }]>`
+        select status from public.projects where id = ${own}`;
+        assert.equal(row.status, "active", "a refused stop changed the project");
+        const activity = await sql`
+        select 1 from public.project_activity
+        where project_id = ${own} and action = 'vm_stop_requested'`;
+        assert.equal(activity.length, 0);
+      },
+    );
+
     assertLogHasNoToken(limits);
   });
 

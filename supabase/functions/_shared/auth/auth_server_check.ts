@@ -4,12 +4,10 @@
  * signing secret is not available to the function (hosted Supabase provides none and refuses
  * secrets named SUPABASE_*).
  *
- * A confirmed token is remembered briefly so a burst of calls costs one round trip to Auth. The
- * cache is keyed by the token's SHA-256 (the token itself is never held as a key), bounded in
- * size, and an entry never outlives the token's own `exp`.
+ * A confirmed token is remembered briefly (verified_tokens.ts) so a burst of calls costs one round
+ * trip to Auth.
  */
-import { base64url } from "../base64.ts";
-import { hashSecret } from "../reporter_token.ts";
+import { createVerifiedTokens } from "./verified_tokens.ts";
 
 export interface AuthServer {
   /** `${SUPABASE_URL}/auth/v1/user` */
@@ -24,35 +22,19 @@ export type AuthServerVerdict =
   | { kind: "refused" }
   | { kind: "unavailable" };
 
-/** Long enough to absorb a burst, short enough that a signed-out session stops working soon. */
-const CONFIRMED_FOR_MS = 30_000;
-/** Distinct tokens remembered per isolate; the oldest is forgotten first. */
-const CACHE_ENTRIES = 1_000;
 const DEFAULT_TIMEOUT_MS = 3_000;
 
 export function createAuthServerCheck(
   server: AuthServer,
   options: { timeoutMs?: number; now?: () => number } = {},
 ): (token: string, expiresAtSeconds: number) => Promise<AuthServerVerdict> {
-  const now = options.now ?? Date.now;
-  const confirmed = new Map<string, { userId: string; until: number }>();
+  const confirmed = createVerifiedTokens<string>(options.now);
 
   return async (token, expiresAtSeconds) => {
-    const key = base64url(hashSecret(token));
-    const hit = confirmed.get(key);
-    if (hit && hit.until > now()) return { kind: "user", userId: hit.userId };
-    if (hit) confirmed.delete(key);
-
+    const userId = confirmed.get(token);
+    if (userId !== undefined) return { kind: "user", userId };
     const verdict = await ask(server, token, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-    if (verdict.kind === "user") {
-      const until = Math.min(now() + CONFIRMED_FOR_MS, expiresAtSeconds * 1000);
-      if (until > now()) {
-        if (confirmed.size >= CACHE_ENTRIES) {
-          confirmed.delete(confirmed.keys().next().value!);
-        }
-        confirmed.set(key, { userId: verdict.userId, until });
-      }
-    }
+    if (verdict.kind === "user") confirmed.remember(token, verdict.userId, expiresAtSeconds);
     return verdict;
   };
 }

@@ -28,6 +28,7 @@ import {
 } from "jose";
 import type { Config } from "../config.ts";
 import { createAuthServerCheck } from "./auth_server_check.ts";
+import { createVerifiedTokens } from "./verified_tokens.ts";
 import { bearerCredential } from "../bearer.ts";
 import { isUuid } from "../uuid.ts";
 
@@ -65,8 +66,11 @@ const algRefused = () => fail("invalid", "Token algorithm is not accepted");
 
 export function createUserJwtVerifier(
   jwt: Config["jwt"],
-  options?: { fetchTimeoutMs?: number },
+  options?: { fetchTimeoutMs?: number; now?: () => number },
 ): (authorizationHeader: string | null) => Promise<VerifyResult> {
+  const now = options?.now ?? Date.now;
+  // Claims of tokens whose signature this isolate checked itself (the secret or a key set).
+  const verified = createVerifiedTokens<JWTPayload>(now);
   const secret = jwt.secret === undefined ? undefined : new TextEncoder().encode(jwt.secret);
   // Created once per verifier so the key set is fetched once per isolate and then served from
   // jose's cache; creating it per request would fetch the JWKS on every call.
@@ -87,6 +91,7 @@ export function createUserJwtVerifier(
     }
 
     const verifyOptions = {
+      currentDate: new Date(now()),
       audience: jwt.audience,
       ...(jwt.issuer === undefined ? {} : { issuer: jwt.issuer }),
       requiredClaims: ["exp", "sub"],
@@ -94,8 +99,12 @@ export function createUserJwtVerifier(
     };
     let payload: JWTPayload;
     try {
-      if (alg === "HS256" && secret !== undefined) {
+      const remembered = verified.get(token);
+      if (remembered !== undefined) {
+        payload = remembered;
+      } else if (alg === "HS256" && secret !== undefined) {
         ({ payload } = await jwtVerify(token, secret, { ...verifyOptions, algorithms: ["HS256"] }));
+        verified.remember(token, payload, payload.exp!);
       } else if (alg === "HS256") {
         if (askAuth === undefined) return algRefused();
         const confirmed = await confirmWithAuth(token, jwt, askAuth);
@@ -104,6 +113,7 @@ export function createUserJwtVerifier(
       } else if (alg === "ES256" || alg === "RS256") {
         if (jwksKey === undefined) return algRefused();
         ({ payload } = await jwtVerify(token, jwksKey, { ...verifyOptions, algorithms: [alg] }));
+        verified.remember(token, payload, payload.exp!);
       } else {
         return algRefused();
       }
