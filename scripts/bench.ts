@@ -6,7 +6,8 @@
  *
  * Seeds BENCH_PROJECTS projects with reporter tokens (default 500), then for each scenario sends
  * requests from BENCH_CONCURRENCY concurrent clients (default 32) for BENCH_SECONDS seconds
- * (default 5), each request for a random project, as a fleet of VMs would. Prints, per scenario,
+ * (default 5), each request for a random project, as a fleet of VMs would (vm-api's from that
+ * project's own owner: a fleet's dashboard users are as many as its projects). Prints, per scenario,
  * throughput, latency percentiles, the ratios to the floor and the database time per request
  * (pg_stat_statements: total_exec_time of top-level statements / requests) as a Markdown table.
  * Bounded in time and count; loopback only.
@@ -36,6 +37,8 @@ const say = (line: string) => console.error(`[bench] ${line}`);
 interface SeededProject {
   id: string;
   token: string;
+  /** A session of the project's own owner: the dashboard's users are as many as the projects. */
+  ownerJwt: string;
 }
 
 const database = await startThrowawayDatabase("vm_service_bench", say, {
@@ -56,7 +59,7 @@ try {
     // The bench measures requests; the reconciler's background runs would blur the database time.
     RECONCILE_INTERVAL_MS: "3600000",
   });
-  await runScenarios(floor.origin, service.origin, await mintUserJwt(user), projects);
+  await runScenarios(floor.origin, service.origin, projects);
   if (PRELOAD_ROWS > 0) await timeDashboardViews(user, projects[0]!.id);
 } finally {
   await sql.end();
@@ -93,21 +96,30 @@ async function seed(): Promise<{ user: string; projects: SeededProject[] }> {
     const batch = await Promise.all(
       Array.from({ length: Math.min(500, PROJECTS - offset) }, async () => ({
         id: crypto.randomUUID(),
+        owner: crypto.randomUUID(),
         token: await newReporterToken(),
       })),
     );
     const ids = batch.map((p) => p.id);
+    const owners = batch.map((p) => p.owner);
     await sql`
       insert into public.projects (id, organization_id, name, status, health_status)
       select id, ${org}, 'bench', 'active', 'healthy' from unnest(${ids}::uuid[]) id`;
     await sql`
+      insert into auth.users (id, email)
+      select o, o || '@bench.test' from unnest(${owners}::uuid[]) o`;
+    await sql`
       insert into public.project_members (project_id, user_id, role)
-      select id, ${user}, 'owner' from unnest(${ids}::uuid[]) id`;
+      select id, ${user}, 'owner' from unnest(${ids}::uuid[]) id
+      union all
+      select p, o, 'owner' from unnest(${ids}::uuid[], ${owners}::uuid[]) as t (p, o)`;
     await sql`
       insert into private.reporter_tokens (project_id, token_hash, source)
       select p, decode(h, 'hex'), 'operator'
       from unnest(${ids}::uuid[], ${batch.map((p) => hex(p.token.hash))}::text[]) as t (p, h)`;
-    projects.push(...batch.map((p) => ({ id: p.id, token: p.token.plaintext })));
+    for (const p of batch) {
+      projects.push({ id: p.id, token: p.token.plaintext, ownerJwt: await mintUserJwt(p.owner) });
+    }
   }
   return { user, projects };
 }
@@ -186,7 +198,6 @@ async function timeDashboardViews(userId: string, projectId: string) {
 async function runScenarios(
   floorOrigin: string,
   origin: string,
-  jwt: string,
   projects: SeededProject[],
 ) {
   const reporter = `${origin}/functions/v1/vm-reporter`;
@@ -235,12 +246,17 @@ async function runScenarios(
       () => report("/health", health, () => `vmr_${"x".repeat(43)}`),
       401,
     ],
-    ["vm-api status", () =>
-      fetch(`${origin}/functions/v1/vm-api`, {
+    ["vm-api status", () => {
+      const project = pick();
+      return fetch(`${origin}/functions/v1/vm-api`, {
         method: "POST",
-        headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" },
-        body: JSON.stringify({ action: "status", project_id: pick().id }),
-      }), 200],
+        headers: {
+          authorization: `Bearer ${project.ownerJwt}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ action: "status", project_id: project.id }),
+      });
+    }, 200],
   ];
 
   console.log(
