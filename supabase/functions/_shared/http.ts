@@ -46,28 +46,13 @@ export async function readJson(
     throw new ApiError("BAD_REQUEST", "Request body is required (a JSON object)");
   };
   if (!request.body) return empty();
+  // A declared length bounds the body (the server never reads past it): read it in one piece.
+  const bytes = declared !== null
+    ? new Uint8Array(await request.arrayBuffer())
+    : await readLimited(request.body, maxBytes);
+  if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
+  if (bytes.byteLength === 0) return empty();
 
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = request.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge(maxBytes);
-    }
-    chunks.push(value);
-  }
-  if (size === 0) return empty();
-
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
@@ -78,6 +63,30 @@ export async function readJson(
     throw new ApiError("BAD_REQUEST", `body: must not nest deeper than ${MAX_BODY_DEPTH} levels`);
   }
   return value;
+}
+
+/** A streamed body of unknown length: stops reading at once past `maxBytes` (413). */
+async function readLimited(body: ReadableStream<Uint8Array>, maxBytes: number) {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
 }
 
 function tooLarge(maxBytes: number): ApiError {
