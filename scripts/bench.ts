@@ -232,6 +232,34 @@ async function runScenarios(
   const messages = () => ({
     messages: Array.from({ length: 5 }, (_, i) => ({ agent: "lead", content: `message ${i}` })),
   });
+  const audit = () => ({
+    events: Array.from({ length: 5 }, (_, i) => ({ agent: "lead", action: `step_${i}` })),
+  });
+  const conflicts = () => ({
+    branch: "main",
+    conflicts_detected: 2,
+    conflicts_resolved: 1,
+    sync_attempts: 4,
+    sync_failures: 1,
+  });
+  const tasks = () => ({ agent: "lead", assigned: 5, completed: 3, failed: 1, drifted: 0 });
+  const productivity = () => ({ agent: "lead", commits: 4, lines_added: 120, lines_removed: 30 });
+  const sessions = () => ({
+    sessions: [{
+      session_id: crypto.randomUUID(),
+      agent: "lead",
+      model: "bench-model",
+      started_at: new Date().toISOString(),
+      input_tokens: 1200,
+      output_tokens: 300,
+    }],
+  });
+  const approval = () => ({
+    request_id: crypto.randomUUID(),
+    agent: "lead",
+    action: "push_to_main",
+    description: "Push the release branch",
+  });
   const scenarios: [string, () => Promise<Response>, number][] = [
     [
       "floor: Deno.serve + JSON + one INSERT … RETURNING",
@@ -241,6 +269,12 @@ async function runScenarios(
     ["reporter /health", () => report("/health", health), 200],
     ["reporter /messages (batch of 5)", () => report("/messages", messages), 200],
     ["reporter /commands/poll", () => report("/commands/poll", () => ({ max: 10 })), 200],
+    ["reporter /audit (batch of 5)", () => report("/audit", audit), 200],
+    ["reporter /conflicts", () => report("/conflicts", conflicts), 200],
+    ["reporter /metrics/tasks", () => report("/metrics/tasks", tasks), 200],
+    ["reporter /metrics/productivity", () => report("/metrics/productivity", productivity), 200],
+    ["reporter /metrics/cli-sessions", () => report("/metrics/cli-sessions", sessions), 200],
+    ["reporter /approvals", () => report("/approvals", approval), 200],
     [
       "reporter wrong token (401)",
       () => report("/health", health, () => `vmr_${"x".repeat(43)}`),

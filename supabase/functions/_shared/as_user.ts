@@ -10,14 +10,16 @@
  * is read before the answer is computed, and CASE evaluates its condition (the budget, then the
  * two settings, left to right) before its result, the call. The call's own EXECUTE privilege is
  * checked when the statement starts, as the service's role; what it reads and writes runs as the
- * user. When the call fails, its hit was undone with it, and is counted again.
+ * user. That is why the call must be a function call: a plain query in its place would be planned,
+ * RLS included, before the role changes. When the call fails, its hit was undone with it, and is
+ * counted again.
  */
 import type { Sql } from "./db.ts";
 import { countHit, enforceRateLimit, rateLimited } from "./rate_limit.ts";
 import { isUnavailability } from "./sql_errors.ts";
 import type postgres from "postgres";
 
-/** One SQL expression (a function call) whose value is the answer. */
+/** One SQL function call whose value is the answer (never a plain query: see above). */
 export type UserCall = (sql: Sql) => postgres.PendingQuery<postgres.Row[]>;
 
 /** The rate budget a call spends: one hit against `key`, refused (429) beyond `limit`. */
