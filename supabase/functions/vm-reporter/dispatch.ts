@@ -63,7 +63,7 @@ export function statementOf(route: RouteStatement): string {
 /** Authentication and the rate limit alone (a body that failed validation still spends budget). */
 const ADMISSION_ONLY: RouteStatement = { data: "null::jsonb" };
 
-interface Request {
+interface BatchItem {
   projectId: string;
   tokenHash: string;
   body: unknown;
@@ -92,9 +92,9 @@ export function createDispatch(
   answered: () => void,
 ) {
   const settingsJson = sql.json(settings as never);
-  const batchers = new Map<RouteStatement, (request: Request) => Promise<Outcome>>();
+  const batchers = new Map<RouteStatement, (item: BatchItem) => Promise<Outcome>>();
 
-  async function execute(text: string, requests: Request[]): Promise<Outcome[]> {
+  async function execute(text: string, requests: BatchItem[]): Promise<Outcome[]> {
     const rows = await sql.unsafe<Outcome[]>(text, [
       sql.json(requests.map((r) => ({
         project_id: r.projectId,
@@ -113,7 +113,7 @@ export function createDispatch(
     let submit = batchers.get(statement);
     if (!submit) {
       const text = statementOf(statement);
-      submit = createBatcher<Request, Outcome>({
+      submit = createBatcher<BatchItem, Outcome>({
         maxInFlight: MAX_IN_FLIGHT,
         maxSize: MAX_BATCH,
         releaseAfterMs: deadlineMs,
@@ -139,7 +139,7 @@ export function createDispatch(
   }
 
   /** Answers an admitted request's `data`, or throws its refusal. */
-  async function admit(statement: RouteStatement, request: Request): Promise<unknown> {
+  async function admit(statement: RouteStatement, request: BatchItem): Promise<unknown> {
     const outcome = await batcherOf(statement)(request);
     if (!outcome.valid) {
       throw outcome.hits > settings.unauthenticated_limit
