@@ -9,7 +9,10 @@
  * (default 5), each request for a random project, as a fleet of VMs would (vm-api's from that
  * project's own owner: a fleet's dashboard users are as many as its projects). Prints, per scenario,
  * throughput, latency percentiles, the ratios to the floor and the database time per request
- * (pg_stat_statements: total_exec_time of top-level statements / requests) as a Markdown table.
+ * (pg_stat_statements: total_exec_time of top-level statements / requests), and the CPU the server
+ * (the floor's, for the floor) and PostgreSQL used per request, as a Markdown table. Each scenario
+ * first runs unmeasured for BENCH_WARMUP_SECONDS (default 1), so that neither V8's compilers nor
+ * new connections and their prepared statements bill the first scenario of a server.
  * Bounded in time and count; loopback only.
  *
  * BENCH_TOP_STATEMENTS=5 also prints, per scenario, the statements that took the most database
@@ -22,12 +25,14 @@
 import postgres from "postgres";
 import { newReporterToken } from "../supabase/functions/_shared/reporter_token.ts";
 import { mintUserJwt } from "./lib/jwt.ts";
+import { cpuMicros, postmasterPid } from "./lib/process_cpu.ts";
 import { readyOrigin } from "./lib/ready_origin.ts";
 import { startThrowawayDatabase } from "./lib/throwaway_database.ts";
 
 const PROJECTS = Number(Deno.env.get("BENCH_PROJECTS") ?? 500);
 const CONCURRENCY = Number(Deno.env.get("BENCH_CONCURRENCY") ?? 32);
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 5);
+const WARMUP_SECONDS = Number(Deno.env.get("BENCH_WARMUP_SECONDS") ?? 1);
 const PRELOAD_ROWS = Number(Deno.env.get("BENCH_PRELOAD_ROWS") ?? 0);
 /** Also print each scenario's N most expensive statements (where the database time goes). */
 const TOP_STATEMENTS = Number(Deno.env.get("BENCH_TOP_STATEMENTS") ?? 0);
@@ -59,7 +64,7 @@ try {
     // The bench measures requests; the reconciler's background runs would blur the database time.
     RECONCILE_INTERVAL_MS: "3600000",
   });
-  await runScenarios(floor.origin, service.origin, projects);
+  await runScenarios(floor, service, projects);
   if (PRELOAD_ROWS > 0) await timeDashboardViews(user, projects[0]!.id);
 } finally {
   await sql.end();
@@ -76,6 +81,7 @@ async function spawnServer(program: URL, env: Record<string, string>) {
   const origin = await readyOrigin(child.stdout);
   return {
     origin,
+    pid: child.pid,
     async [Symbol.asyncDispose]() {
       child.kill("SIGTERM");
       await child.status;
@@ -201,12 +207,15 @@ async function timeDashboardViews(userId: string, projectId: string) {
   }
 }
 
-async function runScenarios(
-  floorOrigin: string,
-  origin: string,
-  projects: SeededProject[],
-) {
+interface Server {
+  origin: string;
+  pid: number;
+}
+
+async function runScenarios(floorServer: Server, service: Server, projects: SeededProject[]) {
+  const { origin } = service;
   const reporter = `${origin}/functions/v1/vm-reporter`;
+  const postgresPid = await postmasterPid(database.cluster.dataDir);
   const pick = () => projects[Math.floor(Math.random() * projects.length)]!;
   const report = (
     route: string,
@@ -269,7 +278,7 @@ async function runScenarios(
   const scenarios: [string, () => Promise<Response>, number][] = [
     [
       "floor: Deno.serve + JSON + one INSERT … RETURNING",
-      () => report("/", health, undefined, floorOrigin),
+      () => report("/", health, undefined, floorServer.origin),
       200,
     ],
     ["reporter /health", () => report("/health", health), 200],
@@ -304,12 +313,15 @@ async function runScenarios(
   );
   console.log(
     "| scenario | requests | req/s | × floor | p50 ms | p95 ms | p99 ms | p99 × floor " +
-      "| DB µs/request | DB × floor | unexpected status |",
+      "| DB µs/request | DB × floor | server CPU µs/request | PostgreSQL CPU µs/request " +
+      "| unexpected status |",
   );
-  console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   let floor: Measurement | undefined;
-  for (const [name, send, expected] of scenarios) {
-    const result = await measure(send, expected);
+  for (const [index, [name, send, expected]] of scenarios.entries()) {
+    // The first scenario is the floor, served by its own program.
+    const serverPid = index === 0 ? floorServer.pid : service.pid;
+    const result = await measure(send, expected, serverPid, postgresPid);
     floor ??= result;
     const ratio = (a: number, b: number) => (a / b).toFixed(2);
     console.log(
@@ -317,9 +329,9 @@ async function runScenarios(
         ratio(result.rate, floor.rate)
       } | ${result.p50.toFixed(1)} | ${result.p95.toFixed(1)} | ${result.p99.toFixed(1)} | ${
         ratio(result.p99, floor.p99)
-      } | ${result.dbMicros.toFixed(0)} | ${
-        ratio(result.dbMicros, floor.dbMicros)
-      } | ${result.unexpected} |`,
+      } | ${result.dbMicros.toFixed(0)} | ${ratio(result.dbMicros, floor.dbMicros)} | ${
+        result.serverCpuMicros.toFixed(0)
+      } | ${result.postgresCpuMicros.toFixed(0)} | ${result.unexpected} |`,
     );
   }
 }
@@ -332,29 +344,35 @@ interface Measurement {
   p99: number;
   /** Database execution time per request, µs (pg_stat_statements, top-level statements). */
   dbMicros: number;
+  /** CPU per request of the server's process and of PostgreSQL's (all backends), µs. */
+  serverCpuMicros: number;
+  postgresCpuMicros: number;
   unexpected: number;
 }
 
-async function measure(send: () => Promise<Response>, expected: number): Promise<Measurement> {
-  // Writes buffered by the previous scenario (the request log) land before the window opens.
+async function measure(
+  send: () => Promise<Response>,
+  expected: number,
+  serverPid: number,
+  postgresPid: number,
+): Promise<Measurement> {
+  await load(send, expected, WARMUP_SECONDS);
+  // Writes buffered by the previous scenario (the request log) land before the window opens, and
+  // what the previous scenarios wrote is vacuumed now rather than by autovacuum inside a later
+  // scenario's window (which would bill the last scenarios for the first ones' writes).
   await new Promise((resolve) => setTimeout(resolve, 1_500));
+  await sql`vacuum (analyze)`;
   await sql`select pg_stat_statements_reset()`;
-  const latencies: number[] = [];
-  let unexpected = 0;
+  const cpuBefore = [cpuMicros(serverPid), cpuMicros(postgresPid, { children: true })];
   const started = performance.now();
-  const deadline = started + SECONDS * 1000;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (performance.now() < deadline && latencies.length < MAX_REQUESTS_PER_SCENARIO) {
-      const t0 = performance.now();
-      const response = await send();
-      await response.body?.cancel();
-      latencies.push(performance.now() - t0);
-      if (response.status !== expected) unexpected++;
-    }
-  }));
+  const { latencies, unexpected } = await load(send, expected, SECONDS);
   const elapsed = (performance.now() - started) / 1000;
   // And this scenario's buffered writes land inside its own window.
   await new Promise((resolve) => setTimeout(resolve, 1_500));
+  const [serverCpu, postgresCpu] = [
+    cpuMicros(serverPid) - cpuBefore[0]!,
+    cpuMicros(postgresPid, { children: true }) - cpuBefore[1]!,
+  ];
   const [{ ms }] = await sql<[{ ms: number }]>`
     select coalesce(sum(total_exec_time), 0)::float8 as ms from pg_stat_statements
     where dbid = (select oid from pg_database where datname = current_database())
@@ -379,8 +397,27 @@ async function measure(send: () => Promise<Response>, expected: number): Promise
     p95: at(0.95),
     p99: at(0.99),
     dbMicros: ms * 1000 / latencies.length,
+    serverCpuMicros: serverCpu / latencies.length,
+    postgresCpuMicros: postgresCpu / latencies.length,
     unexpected,
   };
+}
+
+/** CONCURRENCY clients sending for `seconds`: each request's latency, and the unexpected answers. */
+async function load(send: () => Promise<Response>, expected: number, seconds: number) {
+  const latencies: number[] = [];
+  let unexpected = 0;
+  const deadline = performance.now() + seconds * 1000;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (performance.now() < deadline && latencies.length < MAX_REQUESTS_PER_SCENARIO) {
+      const t0 = performance.now();
+      const response = await send();
+      await response.body?.cancel();
+      latencies.push(performance.now() - t0);
+      if (response.status !== expected) unexpected++;
+    }
+  }));
+  return { latencies, unexpected };
 }
 
 function hex(bytes: Uint8Array): string {
