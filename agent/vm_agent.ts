@@ -8,6 +8,7 @@
  * approval decisions) and its result reported; and the spool drained, oldest first. A refused
  * token (revoked) is logged loudly and retried slowly, never in a tight loop.
  */
+import { Alarm } from "./alarm.ts";
 import { ApprovalBoard } from "./approval_board.ts";
 import { writeFileAtomic } from "./atomic_file.ts";
 import { type AgentHook, handleCommand } from "./command_handlers.ts";
@@ -42,12 +43,12 @@ export class VmAgent {
   readonly #abort = new AbortController();
   readonly #metrics = new HostMetrics();
   readonly #board: ApprovalBoard;
+  readonly #alarm = new Alarm(this.#abort.signal);
   #spool!: Spool;
   #client!: ReporterClient;
   #server: Deno.HttpServer | undefined;
   #agents: DeclaredAgents | undefined;
   #cycles = 0;
-  #wake: (() => void) | undefined;
   #draining: Promise<void> = Promise.resolve();
   #loop: Promise<void> = Promise.resolve();
 
@@ -81,9 +82,9 @@ export class VmAgent {
       board: this.#board,
       spooled: () => this.#drainSoon(),
       declareAgents: (agents) => {
-        const first = this.#agents === undefined;
+        const urgent = worthReportingNow(this.#agents, agents);
         this.#agents = agents;
-        if (first) this.#wake?.(); // the health report the project waits for goes out now
+        if (urgent) this.#alarm.ring();
       },
       spoolFull: (message) =>
         this.#options.log("error", "SPOOL FULL: the team's reports are being refused", {
@@ -96,7 +97,6 @@ export class VmAgent {
 
   async stop(): Promise<void> {
     this.#abort.abort();
-    this.#wake?.();
     await this.#loop;
     await this.#draining.catch(() => {});
     await this.#server?.finished;
@@ -251,14 +251,19 @@ export class VmAgent {
   }
 
   #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.#abort.signal.aborted) return resolve();
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#wake = done;
-    });
+    return this.#alarm.sleep(ms);
   }
+}
+
+/**
+ * The team's first declaration (the project leaves `initializing` on it) and an agent newly in
+ * error are worth a health report now rather than at the end of a cycle that may last minutes.
+ */
+export function worthReportingNow(
+  before: DeclaredAgents | undefined,
+  after: DeclaredAgents,
+): boolean {
+  if (before === undefined) return true;
+  const wasInError = new Set(before.filter((a) => a.status === "error").map((a) => a.name));
+  return after.some((a) => a.status === "error" && !wasInError.has(a.name));
 }

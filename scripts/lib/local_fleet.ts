@@ -7,6 +7,7 @@
  * state like its init system would: agent and team start when it runs, stop when it stops, and
  * its directories go when it is gone. A restart keeps the token in `state/`, as a reboot does.
  */
+import { Alarm } from "../../agent/alarm.ts";
 import { AgentSocket } from "../../agent/socket_client.ts";
 import { SimulatedTeam } from "../../agent/simulated_team.ts";
 import { VmAgent } from "../../agent/vm_agent.ts";
@@ -113,7 +114,7 @@ export class LocalFleet {
 class Runner {
   readonly #done: Promise<void>;
   readonly #abort = new AbortController();
-  #wake: (() => void) | undefined;
+  readonly #alarm = new Alarm(this.#abort.signal);
 
   constructor(
     readonly deps: LocalFleetDeps,
@@ -129,7 +130,6 @@ class Runner {
   /** Ends the runner at once, abandoning a cycle in progress (a VM losing power). */
   async stop(): Promise<void> {
     this.#abort.abort();
-    this.#wake?.();
     await this.#done;
   }
 
@@ -187,13 +187,6 @@ class Runner {
   }
 
   #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.#abort.signal.aborted) return resolve();
-      const timer = setTimeout(resolve, ms);
-      this.#wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    return this.#alarm.sleep(ms);
   }
 }

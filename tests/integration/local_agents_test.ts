@@ -110,3 +110,23 @@ Deno.test("simulated agents report through the real reporter with the project's 
     assert.equal(await count(), before);
   });
 });
+
+Deno.test("with a 10-minute agent cycle, a new project is healthy within seconds of booting", async () => {
+  await using db = await createTestDatabase();
+  await using server = await startServer(db.url, { ...FAST, LOCAL_AGENT_CYCLE_MS: "600000" });
+  const api = vmApi(server);
+  const user = await createUser(db.sql);
+  const org = await createOrganization(db.sql, [user]);
+  const created = await api.call(user, { action: "create", organization_id: org, name: "slow" });
+  assert.equal(created.status, 200);
+  const projectId = (created.body.data as { project_id: string }).project_id;
+  const project = async () =>
+    (await db.sql<[{ status: string; health_status: string }]>`
+      select status, health_status from public.projects where id = ${projectId}`)[0];
+  await eventually(async () => (await project()).status === "active" || undefined);
+  const health = await eventually(async () => {
+    const { health_status } = await project();
+    return health_status !== "initializing" ? health_status : undefined;
+  }, { timeoutMs: 20_000 });
+  assert.equal(health, "healthy");
+});

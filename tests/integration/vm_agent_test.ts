@@ -304,6 +304,55 @@ Deno.test("the VM agent: first contact, commands, approvals, outages", async (t)
   }
 });
 
+Deno.test("with a 10-minute cycle, the first declaration and an agent in error are reported at once", async () => {
+  await using db = await createTestDatabase();
+  const project = await setupProject(db.sql);
+  await using server = await startServer(db.url);
+  const { dir, options } = await bootData(
+    db.sql,
+    project.projectId,
+    `${server.origin}/functions/v1/vm-reporter`,
+  );
+  const agent = new VmAgent({ ...options, cycleMs: 600_000, log: quietLog([]) });
+  const health = async () =>
+    (await db.sql<[{ health_status: string }]>`
+      select health_status from public.projects where id = ${project.projectId}`)[0].health_status;
+  try {
+    await agent.start();
+    // The first cycle has polled without a health report: the team has not declared yet.
+    await eventually(async () =>
+      (await db.sql`select 1 from public.vm_reporter_request_log
+        where project_id = ${project.projectId} and route = '/commands/poll'`).length || undefined
+    );
+    assert.equal(await snapshotCount(db.sql, project.projectId), 0);
+    const socket = socketClient(agent.socketPath);
+    try {
+      const team = (lead: string) => ({
+        agents: [{ name: "lead", status: lead }, { name: "builder", status: "active" }],
+      });
+      assert.equal((await socket.post("/agents", team("active"))).status, 200);
+      await eventually(async () => (await health()) === "healthy" || undefined, {
+        timeoutMs: 10_000,
+      });
+
+      // A change that is not urgent waits for the cycle; an agent newly in error does not.
+      assert.equal((await socket.post("/agents", team("idle"))).status, 200);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      assert.equal(await snapshotCount(db.sql, project.projectId), 1);
+      assert.equal((await socket.post("/agents", team("error"))).status, 200);
+      await eventually(async () => (await health()) === "degraded" || undefined, {
+        timeoutMs: 10_000,
+      });
+      assert.equal(await snapshotCount(db.sql, project.projectId), 2);
+    } finally {
+      socket.close();
+    }
+  } finally {
+    await agent.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
+
 Deno.test("kill -9 of the agent mid-drain loses nothing and doubles nothing", async () => {
   await using db = await createTestDatabase();
   const project = await setupProject(db.sql);
