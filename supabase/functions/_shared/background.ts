@@ -13,7 +13,7 @@ export interface Background {
   beforeSettle(work: () => Promise<unknown>): void;
   /** Starts every registered flush now, as background work. */
   flush(): void;
-  /** Resolves when everything started so far has finished. */
+  /** Resolves when nothing is left running, including work started while it waited. */
   settled(): Promise<void>;
 }
 
@@ -37,7 +37,9 @@ export function createBackground(log: Logger): Background {
     flush,
     async settled() {
       flush();
-      await Promise.allSettled([...pending]);
+      // Work started while settling (a write retried after it failed) is waited for too: a
+      // snapshot of what ran when settling began let the process exit with rows in a buffer.
+      while (pending.size > 0) await Promise.allSettled([...pending]);
     },
   };
 }
