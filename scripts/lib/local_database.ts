@@ -16,12 +16,17 @@ export interface LocalDatabase {
 const LOCAL_DATA_DIR = new URL("../../.local/postgres", import.meta.url).pathname;
 const SUPABASE_CLI_DB_PORT = 54322;
 
-export async function openLocalDatabase(log: (line: string) => void): Promise<LocalDatabase> {
+/** `dataDir`: where the cluster lives (tests use their own; everyone else `.local/postgres`). */
+export async function openLocalDatabase(
+  log: (line: string) => void,
+  dataDir = LOCAL_DATA_DIR,
+): Promise<LocalDatabase> {
   const external = Deno.env.get("DATABASE_URL");
   if (external) return { url: external, fresh: false, stop: async () => {} };
-  const fresh = !(await exists(`${LOCAL_DATA_DIR}/PG_VERSION`));
+  const fresh = !(await exists(`${dataDir}/PG_VERSION`));
+  // PostgreSQL's durable defaults (fsync on): this cluster keeps its data between runs.
   const cluster = await startCluster({
-    dataDir: LOCAL_DATA_DIR,
+    dataDir,
     preferredPort: SUPABASE_CLI_DB_PORT,
     log,
   });

@@ -22,7 +22,11 @@ export interface ClusterOptions {
   preferredPort?: number;
   /** Serve TLS (ssl=on) with this certificate and key (PEM), e.g. to test `sslmode` clients. */
   tls?: { cert: string; key: string };
-  /** Extra server settings (`-c name=value`), e.g. to preload pg_stat_statements for the bench. */
+  /**
+   * Extra server settings (`-c name=value`), e.g. to preload pg_stat_statements for the bench, or
+   * `fsync: "off"` for a throw-away cluster. Without them the server is as durable as PostgreSQL's
+   * defaults make it: a cluster whose data is kept must survive a crash of the machine.
+   */
   settings?: Record<string, string>;
   log?: (line: string) => void;
 }
@@ -97,7 +101,6 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     `-p ${port}`,
     "-c listen_addresses=127.0.0.1",
     "-c unix_socket_directories=''",
-    "-c fsync=off",
     "-c max_connections=200",
     ...(options.tls ? ["-c ssl=on"] : []),
     ...Object.entries(options.settings ?? {}).map(([name, value]) => `-c ${name}=${value}`),

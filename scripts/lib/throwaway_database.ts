@@ -20,7 +20,12 @@ export async function startThrowawayDatabase(
   settings: ClusterOptions["settings"] = {},
 ): Promise<ThrowawayDatabase> {
   const workDir = await Deno.makeTempDir({ prefix: "vm-service-" });
-  const cluster = await startCluster({ dataDir: `${workDir}/postgres`, log, settings });
+  // Its data dies with it, so a crash of the machine cannot lose anything worth an fsync.
+  const cluster = await startCluster({
+    dataDir: `${workDir}/postgres`,
+    log,
+    settings: { fsync: "off", ...settings },
+  });
   try {
     const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
     await admin.unsafe(`create database ${name}`);
