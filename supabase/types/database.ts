@@ -413,6 +413,7 @@ export type Database = {
           created_at: string;
           health_status: string;
           id: string;
+          is_transitional: boolean;
           last_error: string | null;
           name: string;
           observed_power: string | null;
@@ -429,6 +430,7 @@ export type Database = {
           created_at?: string;
           health_status?: string;
           id?: string;
+          is_transitional?: never;
           last_error?: string | null;
           name: string;
           observed_power?: string | null;
@@ -445,6 +447,7 @@ export type Database = {
           created_at?: string;
           health_status?: string;
           id?: string;
+          is_transitional?: never;
           last_error?: string | null;
           name?: string;
           observed_power?: string | null;

@@ -1,6 +1,6 @@
 begin;
 \ir fixtures.psql
-select plan(16);
+select plan(17);
 
 -- The tables the outside world names (contract §2).
 select has_table('public', 'organizations', 'organizations exists');
@@ -45,6 +45,30 @@ select is(
      and not coalesce(p.proconfig @> array['search_path=""'], false)),
   0,
   'every SECURITY DEFINER function pins search_path to empty'
+);
+
+-- Every function of ours pins an empty search_path, as Supabase's Security Advisor (splinter lint
+-- 0011 function_search_path_mutable, the same query) asks of every function outside the
+-- platform's schemas and not owned by an extension: caught here, not on the hosted dashboard.
+-- `tests` holds fixtures.psql's helpers, created in this file's transaction and never deployed.
+select is(
+  (select coalesce(array_agg(format('%s.%s(%s)', n.nspname, p.proname,
+                                    pg_get_function_identity_arguments(p.oid))
+                             order by 1), '{}')
+   from pg_proc p
+   join pg_namespace n on n.oid = p.pronamespace
+   left join pg_depend dep on dep.objid = p.oid and dep.deptype = 'e'
+   where n.nspname not in (
+       '_timescaledb_cache', '_timescaledb_catalog', '_timescaledb_config', '_timescaledb_internal',
+       'auth', 'cron', 'extensions', 'graphql', 'graphql_public', 'information_schema', 'net',
+       'pgroonga', 'pgsodium', 'pgsodium_masks', 'pgtle', 'pgbouncer', 'pg_catalog', 'realtime',
+       'repack', 'storage', 'supabase_functions', 'supabase_migrations', 'tiger', 'topology',
+       'vault', 'tests')
+     and n.nspname not like 'pg\_temp\_%' and n.nspname not like 'pg\_toast%'
+     and dep.objid is null
+     and not coalesce(p.proconfig, '{}') && array['search_path=""']),
+  '{}'::text[],
+  'no function of ours has a mutable search_path (splinter 0011)'
 );
 
 -- Nothing in public is executable by anon.

@@ -3,17 +3,27 @@ begin;
 \ir fixtures.psql
 select plan(6);
 
+do $$
+begin
+  perform tests.create_project(gen_random_uuid(), 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
+                               'transitional ' || s, s)
+  from unnest(array['provisioning', 'active', 'running', 'stopping', 'stopped', 'starting',
+                    'deleting']) s;
+end;
+$$;
 select results_eq(
-  $$select status, private.is_transitional(status)
-    from unnest(array['provisioning', 'active', 'running', 'stopping', 'stopped', 'starting',
-                      'deleting']) status$$,
-  $$values ('provisioning'::text, true), ('active', false), ('running', false), ('stopping', true),
-           ('stopped', false), ('starting', true), ('deleting', true)$$,
+  $$select status, is_transitional from public.projects where name like 'transitional %'
+    order by name$$,
+  $$values ('active'::text, false), ('deleting', true), ('provisioning', true), ('running', false),
+           ('starting', true), ('stopped', false), ('stopping', true)$$,
   'is_transitional: provisioning, starting, stopping and deleting wait for the platform');
-select ok(has_function_privilege('service_role', 'private.is_transitional(text)', 'execute'),
-  'service_role may evaluate is_transitional (the projects index does, on its writes)');
-select ok(not has_function_privilege('anon', 'private.is_transitional(text)', 'execute'),
-  'anon may not execute is_transitional');
+select is(
+  (select attgenerated from pg_attribute
+   where attrelid = 'public.projects'::regclass and attname = 'is_transitional'),
+  's'::"char",
+  'is_transitional is a stored generated column: nobody writes it, no function is called to read it');
+select hasnt_function('private', 'is_transitional',
+  'the function is gone (a function without a pinned search_path is a Security Advisor warning)');
 
 select is(private.iso8601('2026-01-02 03:04:05.678+02'), '2026-01-02T01:04:05.678Z',
   'iso8601 answers UTC with milliseconds');

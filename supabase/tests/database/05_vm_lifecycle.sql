@@ -96,7 +96,7 @@ select results_eq(
 select hasnt_function('private', 'enqueue_vm_operation',
   'enqueue_vm_operation is gone: user actions call supersede_and_claim_vm_operation');
 
--- The reconciler's view: transitional projects are exactly the ones is_transitional names (of
+-- The reconciler's view: transitional projects are exactly the ones is_transitional marks (of
 -- this file's projects: the database under test may hold others).
 select results_eq(
   $$select name from private.transitional_projects(1000) t join public.projects p on p.id = t.project_id
@@ -116,8 +116,8 @@ select results_eq(
 select is(
   (select pg_get_expr(indpred, indrelid) from pg_index
    where indexrelid = 'public.projects_transitional_idx'::regclass),
-  'private.is_transitional(status)',
-  'the reconciler''s index is defined with is_transitional, so the planner matches its scans');
+  'is_transitional',
+  'the reconciler''s index is defined on is_transitional, so the planner matches its scans');
 
 select * from finish();
 rollback;
