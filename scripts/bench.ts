@@ -24,9 +24,9 @@
  */
 import postgres from "postgres";
 import { newReporterToken } from "../supabase/functions/_shared/reporter_token.ts";
-import { mintUserJwt } from "./lib/jwt.ts";
+import { type SeededProject, seedFleet } from "./lib/fleet_seed.ts";
 import { cpuMicros, postmasterPid } from "./lib/process_cpu.ts";
-import { readyOrigin } from "./lib/ready_origin.ts";
+import { spawnService } from "./lib/spawn_service.ts";
 import { startThrowawayDatabase } from "./lib/throwaway_database.ts";
 
 const PROJECTS = Number(Deno.env.get("BENCH_PROJECTS") ?? 500);
@@ -39,11 +39,8 @@ const TOP_STATEMENTS = Number(Deno.env.get("BENCH_TOP_STATEMENTS") ?? 0);
 const MAX_REQUESTS_PER_SCENARIO = 200_000;
 const say = (line: string) => console.error(`[bench] ${line}`);
 
-interface SeededProject {
-  id: string;
+interface BenchProject extends SeededProject {
   token: string;
-  /** A session of the project's own owner: the dashboard's users are as many as the projects. */
-  ownerJwt: string;
 }
 
 const database = await startThrowawayDatabase("vm_service_bench", say, {
@@ -55,8 +52,11 @@ try {
   await sql`create extension if not exists pg_stat_statements`;
   const { user, projects } = await seed();
   if (PRELOAD_ROWS > 0) await preload(projects.map((p) => p.id));
-  await using floor = await spawnServer(new URL("./lib/bench_floor.ts", import.meta.url), {});
-  await using service = await spawnServer(new URL("./start.ts", import.meta.url), {
+  await using floor = await spawnService(new URL("./lib/bench_floor.ts", import.meta.url), {
+    DATABASE_URL: database.url,
+  });
+  await using service = await spawnService(new URL("./start.ts", import.meta.url), {
+    DATABASE_URL: database.url,
     LOG_LEVEL: "warn",
     VM_REPORTER_RATE_LIMIT: "1000000000",
     VM_API_RATE_LIMIT: "1000000000",
@@ -71,63 +71,16 @@ try {
   await database.stop();
 }
 
-async function spawnServer(program: URL, env: Record<string, string>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", program.pathname],
-    env: { DATABASE_URL: database.url, PORT: "0", ...env },
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const origin = await readyOrigin(child.stdout);
-  return {
-    origin,
-    pid: child.pid,
-    async [Symbol.asyncDispose]() {
-      child.kill("SIGTERM");
-      await child.status;
-    },
-  };
-}
-
-async function seed(): Promise<{ user: string; projects: SeededProject[] }> {
+async function seed(): Promise<{ user: string; projects: BenchProject[] }> {
   say(`seeding ${PROJECTS} projects with reporter tokens`);
-  const user = crypto.randomUUID();
-  await sql`insert into auth.users (id, email) values (${user}, ${`${user}@bench.test`})`;
-  const [{ id: org }] = await sql<[{ id: string }]>`
-    insert into public.organizations (name) values ('bench') returning id`;
+  const { user, projects } = await seedFleet(sql, PROJECTS, "bench");
+  const tokens = await Promise.all(projects.map(() => newReporterToken()));
   await sql`
-    insert into public.organization_members (organization_id, user_id) values (${org}, ${user})`;
-  const projects: SeededProject[] = [];
-  for (let offset = 0; offset < PROJECTS; offset += 500) {
-    const batch = await Promise.all(
-      Array.from({ length: Math.min(500, PROJECTS - offset) }, async () => ({
-        id: crypto.randomUUID(),
-        owner: crypto.randomUUID(),
-        token: await newReporterToken(),
-      })),
-    );
-    const ids = batch.map((p) => p.id);
-    const owners = batch.map((p) => p.owner);
-    await sql`
-      insert into public.projects (id, organization_id, name, status, health_status)
-      select id, ${org}, 'bench', 'active', 'healthy' from unnest(${ids}::uuid[]) id`;
-    await sql`
-      insert into auth.users (id, email)
-      select o, o || '@bench.test' from unnest(${owners}::uuid[]) o`;
-    await sql`
-      insert into public.project_members (project_id, user_id, role)
-      select id, ${user}, 'owner' from unnest(${ids}::uuid[]) id
-      union all
-      select p, o, 'owner' from unnest(${ids}::uuid[], ${owners}::uuid[]) as t (p, o)`;
-    await sql`
-      insert into private.reporter_tokens (project_id, token_hash, source)
-      select p, decode(h, 'hex'), 'operator'
-      from unnest(${ids}::uuid[], ${batch.map((p) => hex(p.token.hash))}::text[]) as t (p, h)`;
-    for (const p of batch) {
-      projects.push({ id: p.id, token: p.token.plaintext, ownerJwt: await mintUserJwt(p.owner) });
-    }
-  }
-  return { user, projects };
+    insert into private.reporter_tokens (project_id, token_hash, source)
+    select p, decode(h, 'hex'), 'operator'
+    from unnest(${projects.map((p) => p.id)}::uuid[], ${tokens.map((t) => hex(t.hash))}::text[])
+      as t (p, h)`;
+  return { user, projects: projects.map((p, i) => ({ ...p, token: tokens[i]!.plaintext })) };
 }
 
 /** Telemetry as a fleet leaves it after a month: rows spread over 30 days and every project. */
@@ -212,7 +165,7 @@ interface Server {
   pid: number;
 }
 
-async function runScenarios(floorServer: Server, service: Server, projects: SeededProject[]) {
+async function runScenarios(floorServer: Server, service: Server, projects: BenchProject[]) {
   const { origin } = service;
   const reporter = `${origin}/functions/v1/vm-reporter`;
   const postgresPid = await postmasterPid(database.cluster.dataDir);
@@ -220,7 +173,7 @@ async function runScenarios(floorServer: Server, service: Server, projects: Seed
   const report = (
     route: string,
     body: () => unknown,
-    token = (p: SeededProject) => p.token,
+    token = (p: BenchProject) => p.token,
     base = reporter,
   ) => {
     const project = pick();

@@ -7,7 +7,7 @@
  */
 import postgres from "postgres";
 import { mintUserJwt } from "./lib/jwt.ts";
-import { readyOrigin } from "./lib/ready_origin.ts";
+import { spawnService } from "./lib/spawn_service.ts";
 import { startThrowawayDatabase } from "./lib/throwaway_database.ts";
 
 const VMS = Number(Deno.env.get("FLEET_VMS") ?? 100);
@@ -18,24 +18,18 @@ const say = (line: string) => console.error(`[fleet] ${line}`);
 const database = await startThrowawayDatabase("vm_service_fleet", say);
 const sql = postgres(database.url, { max: 2, onnotice: () => {} });
 const vmRoot = await Deno.makeTempDir({ prefix: "vm-service-fleet-" });
-const server = new Deno.Command(Deno.execPath(), {
-  args: ["run", "-A", new URL("./start.ts", import.meta.url).pathname],
-  env: {
-    DATABASE_URL: database.url,
-    PORT: "0",
-    LOG_LEVEL: "error",
-    LOCAL_VM_ROOT: vmRoot,
-    LOCAL_VM_BOOT_MS: "200",
-    LOCAL_AGENT_CYCLE_MS: CYCLE_MS,
-    RECONCILE_INTERVAL_MS: "500",
-    VM_API_RATE_LIMIT: "1000000",
-    VM_REPORTER_RATE_LIMIT: "1000000",
-  },
-  stdout: "piped",
-  stderr: "null",
-}).spawn();
+const server = await spawnService(new URL("./start.ts", import.meta.url), {
+  DATABASE_URL: database.url,
+  LOG_LEVEL: "error",
+  LOCAL_VM_ROOT: vmRoot,
+  LOCAL_VM_BOOT_MS: "200",
+  LOCAL_AGENT_CYCLE_MS: CYCLE_MS,
+  RECONCILE_INTERVAL_MS: "500",
+  VM_API_RATE_LIMIT: "1000000",
+  VM_REPORTER_RATE_LIMIT: "1000000",
+});
 try {
-  const origin = await readyOrigin(server.stdout);
+  const { origin } = server;
   const user = crypto.randomUUID();
   await sql`insert into auth.users (id, email) values (${user}, ${`${user}@fleet.test`})`;
   const [{ id: org }] = await sql<[{ id: string }]>`
@@ -95,8 +89,7 @@ try {
     } | ${at(0.5)} | ${at(0.99)} |`,
   );
 } finally {
-  server.kill("SIGTERM");
-  await server.status;
+  await server.stop();
   await sql.end();
   await database.stop();
   await Deno.remove(vmRoot, { recursive: true }).catch(() => {});
