@@ -14,3 +14,9 @@ export function base64(data: Uint8Array | string): string {
 export function base64url(data: Uint8Array | string): string {
   return base64(data).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
+
+/** The bytes of standard base64 text; throws on anything that is not base64. */
+export function decodeBase64(text: string): Uint8Array {
+  const binary = atob(text);
+  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+}

@@ -5,6 +5,7 @@
 import type { JSONWebKeySet } from "jose";
 import { z } from "zod";
 import type { AuthServer } from "./auth/auth_server_check.ts";
+import { decodeBase64 } from "./base64.ts";
 import { type AzureConfig, parseAzureConfig } from "./compute/azure_config.ts";
 
 /** The Supabase CLI's local JWT secret: the local default only, refused for a hosted SUPABASE_URL. */
@@ -66,6 +67,18 @@ const EnvSchema = z.object({
   COMPUTE_RETRY_BASE_SECONDS: positiveInt(2),
   LOCAL_COMPUTE_FAULTS: z.string().default(""),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  EVENT_RETENTION_DAYS: positiveInt(30),
+  WEBHOOK_SECRET_KEY: z.string().refine(
+    (value) => decodedLength(value) === 32,
+    "must be 32 bytes, base64",
+  ).optional(),
+  WEBHOOK_ALLOW_PRIVATE_URLS: z.enum(["true", "false"]).optional(),
+  WEBHOOK_RETRY_SCHEDULE_SECONDS: z.string().regex(
+    /^\s*\d+(\s*,\s*\d+)*\s*$/,
+    "must be comma-separated whole seconds",
+  ).default("5,300,1800,7200,18000,36000,50400,72000,86400"),
+  WEBHOOK_DISABLE_AFTER_HOURS: positiveInt(120),
+  WEBHOOK_TIMEOUT_MS: positiveInt(15_000),
 });
 
 export interface Config {
@@ -125,6 +138,21 @@ export interface Config {
   /** Local driver faults for rehearsing failures, e.g. `provision:hang,start:error`. */
   localComputeFaults: string;
   logLevel: "debug" | "info" | "warn" | "error";
+  /** Days of the event log kept (whole daily partitions are dropped after). */
+  eventRetentionDays: number;
+  webhooks: {
+    /**
+     * AES-256-GCM key for endpoint secrets at rest (WEBHOOK_SECRET_KEY). Absent only when hosted
+     * without it: then endpoints cannot be made and nothing is delivered.
+     */
+    secretKey?: Uint8Array;
+    /** http and private, loopback and link-local targets allowed (the local stack's default). */
+    allowPrivateUrls: boolean;
+    /** Seconds to wait after each failed attempt; after the last, the delivery fails. */
+    retryScheduleSeconds: number[];
+    disableAfterHours: number;
+    timeoutMs: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -235,7 +263,33 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     },
     localComputeFaults: e.LOCAL_COMPUTE_FAULTS,
     logLevel: e.LOG_LEVEL,
+    eventRetentionDays: e.EVENT_RETENTION_DAYS,
+    webhooks: {
+      ...(e.WEBHOOK_SECRET_KEY
+        ? { secretKey: decodeBase64(e.WEBHOOK_SECRET_KEY) }
+        : local
+        ? { secretKey: LOCAL_WEBHOOK_SECRET_KEY }
+        : {}),
+      allowPrivateUrls: (e.WEBHOOK_ALLOW_PRIVATE_URLS ?? String(local)) === "true",
+      retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE_SECONDS.split(",").map((s) => Number(s)),
+      disableAfterHours: e.WEBHOOK_DISABLE_AFTER_HOURS,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    },
   };
+}
+
+/**
+ * The local stack's fixed development key for webhook secrets (WEBHOOK_SECRET_KEY unset): secrets
+ * stay encrypted at rest, with a key that is public, as the local JWT secret is. Never hosted.
+ */
+const LOCAL_WEBHOOK_SECRET_KEY = new TextEncoder().encode("vm-service local webhook key 32b");
+
+function decodedLength(base64: string): number {
+  try {
+    return decodeBase64(base64).length;
+  } catch {
+    return -1;
+  }
 }
 
 function isLoopback(url: URL): boolean {

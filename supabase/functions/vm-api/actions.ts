@@ -2,8 +2,9 @@
  * The action table: `action` picks one schema of a discriminated union, and the handler of the
  * same name. Adding an action is one file and one line here.
  */
-import { z } from "zod";
-import type { Action, ActionContext } from "./action.ts";
+import type { z } from "zod";
+import { actionRequest } from "../_shared/user_actions.ts";
+import type { ActionContext } from "./action.ts";
 import { create } from "./actions/create.ts";
 import { deleteProject } from "./actions/delete.ts";
 import { start } from "./actions/start.ts";
@@ -13,20 +14,6 @@ import { stop } from "./actions/stop.ts";
 /** Action name → its declaration (the OpenAPI document lists them in this order). */
 export const actions = { create, start, stop, delete: deleteProject, status } as const;
 export type ActionName = keyof typeof actions;
-const ACTION_NAMES = Object.keys(actions) as ActionName[];
 
-export const ActionRequest = z.discriminatedUnion("action", [
-  create.schema,
-  start.schema,
-  stop.schema,
-  deleteProject.schema,
-  status.schema,
-], { error: `must be one of ${ACTION_NAMES.join(", ")}` });
-
+export const ActionRequest = actionRequest<ActionContext, typeof actions>(actions);
 export type ActionRequest = z.output<typeof ActionRequest>;
-
-export function runAction(context: ActionContext, request: ActionRequest): Promise<unknown> {
-  // The union guarantees the pairing; TypeScript cannot correlate the two lookups.
-  const action = actions[request.action] as Action;
-  return action.handle(context, request);
-}
