@@ -3,7 +3,11 @@
  * approval_decision command) is kept on disk under the request id the agent chose, so an agent
  * that asks after a restart still finds it; an agent waiting on the socket is answered at once.
  */
+import { createHash } from "node:crypto";
 import { writeFileAtomic } from "./atomic_file.ts";
+
+/** File names stay under the 255 bytes file systems allow, with room for the atomic temp suffix. */
+const MAX_NAME_BYTES = 200;
 
 export interface Decision {
   approval_id: string;
@@ -60,7 +64,16 @@ export class ApprovalBoard {
     });
   }
 
+  /**
+   * One file name per request id, never a path outside the directory: the id percent-encoded,
+   * or, when that is too long for a file name (200 characters of `é` are 1,200 bytes), its
+   * SHA-256.
+   */
   #path(requestId: string): string {
-    return `${this.#dir}/${encodeURIComponent(requestId)}.json`;
+    const encoded = encodeURIComponent(requestId);
+    const name = encoded.length <= MAX_NAME_BYTES
+      ? encoded
+      : `sha256-${createHash("sha256").update(requestId).digest("hex")}`;
+    return `${this.#dir}/${name}.json`;
   }
 }

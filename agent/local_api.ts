@@ -8,8 +8,17 @@
  *   POST /approvals[?wait=<seconds>]             → 202 {spooled, request_id[, decision]}
  *   GET  /approvals/<request_id>                 → 200 decision, or 404 while there is none
  *   POST /agents {agents: [...]}                 → 200: the statuses the next health report sends
+ *
+ * The socket is an input surface like the reporter's routes and reads bodies the same way: the
+ * reporter's size limit, UTF-8 and nesting checks (readJson) and its validation (parseOrThrow), so
+ * nothing reaches the spool that the reporter would refuse. Every refusal is `{error}` with a 4xx
+ * (but a full spool's 507), checked before anything is spooled.
  */
 import type { z } from "zod";
+import { ApiError } from "../supabase/functions/_shared/errors.ts";
+import { json, readJson } from "../supabase/functions/_shared/http.ts";
+import { parseOrThrow } from "../supabase/functions/_shared/validation.ts";
+import { approvals } from "../supabase/functions/vm-reporter/routes/approvals.ts";
 import { HealthReport } from "../supabase/functions/vm-reporter/routes/health.ts";
 import { routes } from "../supabase/functions/vm-reporter/routes.ts";
 import type { ApprovalBoard } from "./approval_board.ts";
@@ -26,8 +35,13 @@ const SPOOLED_ROUTES = new Set([
   "/approvals",
   "/approvals/ack",
 ]);
+const DECISIONS = "/approvals/";
 const MAX_WAIT_SECONDS = 3_600;
+/** The reporter's default MAX_BODY_BYTES: a bigger item could only ever be refused there. */
+export const MAX_BODY_BYTES = 1_048_576;
+const READ_TIMEOUT_MS = 10_000;
 const agentsSchema = HealthReport.pick({ agents: true });
+const requestIdSchema = approvals.schema.pick({ request_id: true });
 
 /** The agents' statuses as the team declares them, validated by the /health route's schema. */
 export type DeclaredAgents = z.output<typeof agentsSchema>["agents"];
@@ -41,39 +55,63 @@ export interface LocalApiDeps {
   /** Told when the spool is full and an item had to be refused. */
   spoolFull(message: string): void;
   signal: AbortSignal;
+  /** How long a client may take to send its body (default 10 s); then 408 and the read stops. */
+  readTimeoutMs?: number;
+  /** The agent's log: an unexpected failure's details go there, never to the client. */
+  log(level: "error", message: string, fields: Record<string, unknown>): void;
+}
+
+/** A client too slow to send its body: 408, which no function answers, so no ErrorCode has it. */
+class ReadTimeout extends Error {
+  override readonly name = "ReadTimeout";
 }
 
 export function serveLocalApi(socketPath: string, deps: LocalApiDeps): Deno.HttpServer {
   return Deno.serve(
     { path: socketPath, transport: "unix", onListen: () => {}, signal: deps.signal },
-    (request) => answer(request, deps).catch((error) => json({ error: errorText(error) }, 500)),
+    async (request) => {
+      try {
+        return await answer(request, deps);
+      } catch (error) {
+        if (error instanceof ApiError) {
+          return json({ error: error.message }, error.status, error.headers);
+        }
+        if (error instanceof ReadTimeout) return json({ error: error.message }, 408);
+        // The text of an unexpected error (a path, a system message) is for the operator only.
+        deps.log("error", "socket request failed", {
+          error: error instanceof Error ? error.message : String(error),
+        });
+        return json({ error: "Internal error: see the VM agent's log" }, 500);
+      }
+    },
   );
 }
 
 async function answer(request: Request, deps: LocalApiDeps): Promise<Response> {
   const url = new URL(request.url);
   const path = url.pathname;
-  if (request.method === "GET" && path.startsWith("/approvals/")) {
-    const decision = await deps.board.read(decodeURIComponent(path.slice("/approvals/".length)));
-    return decision ? json(decision) : json({ error: "No decision yet" }, 404);
+  const method = methodOf(path);
+  if (!method) throw new ApiError("NOT_FOUND", `Unknown route: ${path}`);
+  if (request.method !== method) {
+    throw new ApiError("METHOD_NOT_ALLOWED", `Method not allowed: use ${method}`, {
+      allow: method,
+    });
   }
-  if (request.method !== "POST") return json({ error: "Method not allowed" }, 405);
+  if (method === "GET") return await decision(path, deps.board);
 
-  const body = await request.json().catch(() => undefined);
+  // Refused before the body is read or anything spooled: a bad wait must not leave an item behind.
+  const wait = path === "/approvals" ? waitSeconds(url) : 0;
+  const body = await readBody(request, deps.readTimeoutMs ?? READ_TIMEOUT_MS);
   if (path === "/agents") {
-    const parsed = agentsSchema.safeParse(body);
-    if (!parsed.success) return json({ error: problems(parsed.error) }, 400);
-    deps.declareAgents(parsed.data.agents);
-    return json({ agents: parsed.data.agents.length });
+    const { agents } = parseOrThrow(agentsSchema, body);
+    deps.declareAgents(agents);
+    return json({ agents: agents.length });
   }
-  const route = routes[path];
-  if (!route || !SPOOLED_ROUTES.has(path)) return json({ error: `Unknown route: ${path}` }, 404);
-  const parsed = route.schema.safeParse(withIds(path, body));
-  if (!parsed.success) return json({ error: problems(parsed.error) }, 400);
+  const data = parseOrThrow(routes[path]!.schema, withIds(path, body));
 
   let seq: number;
   try {
-    seq = await deps.spool.append(path, parsed.data);
+    seq = await deps.spool.append(path, data);
   } catch (error) {
     if (error instanceof SpoolFullError) {
       deps.spoolFull(error.message);
@@ -82,12 +120,83 @@ async function answer(request: Request, deps: LocalApiDeps): Promise<Response> {
     throw error;
   }
   deps.spooled();
-  if (path !== "/approvals") return json({ spooled: seq, body: parsed.data }, 202);
+  if (path !== "/approvals") return json({ spooled: seq, body: data }, 202);
 
-  const requestId = (parsed.data as { request_id: string }).request_id;
-  const wait = Math.min(MAX_WAIT_SECONDS, Number(url.searchParams.get("wait") ?? 0) || 0);
-  const decision = await deps.board.wait(requestId, wait * 1000, deps.signal);
-  return json({ spooled: seq, request_id: requestId, ...(decision ? { decision } : {}) }, 202);
+  const requestId = (data as { request_id: string }).request_id;
+  const decided = await deps.board.wait(requestId, wait * 1000, deps.signal);
+  return json(
+    { spooled: seq, request_id: requestId, ...(decided ? { decision: decided } : {}) },
+    202,
+  );
+}
+
+/** The one method a path answers, or undefined for a path that is no route. */
+function methodOf(path: string): "GET" | "POST" | undefined {
+  if (SPOOLED_ROUTES.has(path) || path === "/agents") return "POST";
+  return path.startsWith(DECISIONS) ? "GET" : undefined;
+}
+
+/**
+ * The request id is held to the rules POST /approvals gave it; the board encodes it into one file
+ * name, so no id (`..%2F..%2Fetc` among them) names a file outside the decisions directory.
+ */
+async function decision(path: string, board: ApprovalBoard): Promise<Response> {
+  let id: string;
+  try {
+    id = decodeURIComponent(path.slice(DECISIONS.length));
+  } catch {
+    throw new ApiError("BAD_REQUEST", "request_id: must be percent-encoded UTF-8");
+  }
+  const { request_id } = parseOrThrow(requestIdSchema, { request_id: id });
+  const decided = await board.read(request_id);
+  return decided ? json(decided) : json({ error: "No decision yet" }, 404);
+}
+
+/** `?wait=<seconds>`: a plain decimal number; more than MAX_WAIT_SECONDS waits that long. */
+function waitSeconds(url: URL): number {
+  const given = url.searchParams.get("wait");
+  if (given === null) return 0;
+  if (!/^\d+(\.\d+)?$/.test(given)) {
+    throw new ApiError(
+      "BAD_REQUEST",
+      `wait: must be a number of seconds (at most ${MAX_WAIT_SECONDS} are waited)`,
+    );
+  }
+  return Math.min(MAX_WAIT_SECONDS, Number(given));
+}
+
+/**
+ * readJson, within a deadline: a client that stops sending mid-body is answered 408 and its body
+ * cancelled, instead of holding the handler and what it buffered until the client goes away.
+ * readJson takes no signal, so it reads a copy of the body that the deadline can cut.
+ */
+async function readBody(request: Request, timeoutMs: number): Promise<unknown> {
+  const stop = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    stop.abort();
+  }, timeoutMs);
+  let body: ReadableStream<Uint8Array> | null = null;
+  if (request.body) {
+    const copy = new TransformStream<Uint8Array, Uint8Array>();
+    request.body.pipeTo(copy.writable, { signal: stop.signal }).catch(() => {});
+    body = copy.readable;
+  }
+  try {
+    return await readJson(
+      new Request(request.url, { method: request.method, headers: request.headers, body }),
+      MAX_BODY_BYTES,
+    );
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    if (timedOut) throw new ReadTimeout(`Request body not received within ${timeoutMs} ms`);
+    throw new ApiError("BAD_REQUEST", "Request body ended before it was complete");
+  } finally {
+    clearTimeout(timer);
+    // Also stops the copy when readJson refused early (413) and left the body unread.
+    stop.abort();
+  }
 }
 
 /**
@@ -106,16 +215,4 @@ function withIds(path: string, body: unknown): unknown {
         : item
     ),
   };
-}
-
-function problems(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ");
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function json(body: unknown, status = 200): Response {
-  return Response.json(body, { status });
 }

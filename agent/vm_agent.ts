@@ -91,6 +91,7 @@ export class VmAgent {
           detail: message,
         }),
       signal: this.#abort.signal,
+      log: this.#options.log,
     });
     this.#loop = this.#run();
   }

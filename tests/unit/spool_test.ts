@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { Spool, SpoolFullError } from "../../agent/spool.ts";
 import { writeFileAtomic } from "../../agent/atomic_file.ts";
+import { ApprovalBoard } from "../../agent/approval_board.ts";
 
 Deno.test("Spool keeps items in order across reopening, and removes them once sent", async () => {
   const dir = await Deno.makeTempDir();
@@ -45,6 +46,27 @@ Deno.test("writeFileAtomic() replaces a file whole, with the mode asked for", as
     const names = [];
     for await (const entry of Deno.readDir(dir)) names.push(entry.name);
     assert.deepEqual(names, ["token.json"], "no temporary file is left behind");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a decision for a request id too long for a file name is kept and found", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const board = new ApprovalBoard(`${dir}/decisions`);
+    const requestId = "é".repeat(200); // 200 characters, 1,200 bytes percent-encoded
+    const waiting = board.wait(requestId, 5_000, new AbortController().signal);
+    const decision = {
+      approval_id: crypto.randomUUID(),
+      request_id: requestId,
+      decision: "approved" as const,
+      comment: null,
+    };
+    await board.post(decision);
+    assert.deepEqual(await waiting, decision);
+    assert.deepEqual(await board.read(requestId), decision);
+    assert.equal(await board.read("é".repeat(199)), undefined);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
