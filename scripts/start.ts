@@ -10,6 +10,7 @@ import { describeError } from "../supabase/functions/_shared/log.ts";
 import { closeServices, createServices } from "../supabase/functions/_shared/services.ts";
 import { createVmApi } from "../supabase/functions/vm-api/handler.ts";
 import { createVmReconciler } from "../supabase/functions/vm-reconciler/handler.ts";
+import { createWebhooksApi } from "../supabase/functions/webhooks/handler.ts";
 import { createVmReporter } from "../supabase/functions/vm-reporter/handler.ts";
 import { readApiSettings } from "./lib/api_settings.ts";
 import { createGateway, type DataApiRoute } from "./lib/gateway.ts";
@@ -65,6 +66,7 @@ const server = Deno.serve(
       }
       say(`vm-api:        ${base}/vm-api`);
       say(`vm-reporter:   ${base}/vm-reporter/<route>`);
+      say(`webhooks:      ${base}/webhooks`);
       say(
         `vm-reconciler: ${base}/vm-reconciler (also running every ${config.reconcileIntervalMs} ms)`,
       );
@@ -77,6 +79,7 @@ const server = Deno.serve(
       "vm-api": createVmApi(services),
       "vm-reporter": createVmReporter(services),
       "vm-reconciler": createVmReconciler(services),
+      webhooks: createWebhooksApi(services),
     },
     ...(dataApi ? { dataApi: dataApi.route } : {}),
   }),

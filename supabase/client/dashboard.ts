@@ -1,6 +1,7 @@
 /**
- * The dashboard's client: thin functions over supabase-js for the five vm-api actions
- * (`functions.invoke`), the four write RPCs (`rpc`) and the read models (`from`), typed end to
+ * The dashboard's client: thin functions over supabase-js for the five vm-api actions and the six
+ * webhooks actions (`functions.invoke`), the four write RPCs (`rpc`), the read models and the
+ * event feed (`from`), typed end to
  * end: request and answer types come from the actions' zod schemas, RPC arguments and rows from
  * the generated `Database` type. A contract change that breaks the dashboard fails type-checking.
  * Every refusal is thrown as a DashboardError carrying the status (and Retry-After: 429 and 503
@@ -14,6 +15,11 @@ import {
   type SupabaseClientOptions,
 } from "@supabase/supabase-js";
 import type { ActionName, VmApiRequest, VmApiResponse } from "../functions/vm-api/contract.ts";
+import type {
+  WebhooksActionName,
+  WebhooksRequest,
+  WebhooksResponse,
+} from "../functions/webhooks/contract.ts";
 import type { Database, Tables } from "../types/database.ts";
 
 export type DashboardClient = SupabaseClient<Database>;
@@ -45,23 +51,27 @@ export class DashboardError extends Error {
 
 type Input<A extends ActionName> = Omit<VmApiRequest<A>, "action">;
 
-async function vmApi<A extends ActionName>(
+/** One action of a function of user actions (vm-api, webhooks): its `data`, or a DashboardError. */
+async function invokeAction<T>(
   client: DashboardClient,
-  action: A,
-  input: Input<A>,
-): Promise<VmApiResponse<A>> {
-  const { data, error } = await client.functions.invoke<{ data: VmApiResponse<A> }>("vm-api", {
-    body: { ...input, action },
-  });
+  functionName: string,
+  body: Record<string, unknown>,
+): Promise<T> {
+  const { data, error } = await client.functions.invoke<{ data: T }>(functionName, { body });
   if (error instanceof FunctionsHttpError) {
     const response = error.context as Response;
-    const body = await response.json().catch(() => ({})) as { error?: string };
+    const answer = await response.json().catch(() => ({})) as { error?: string };
     const retryAfter = Number(response.headers.get("retry-after")) || null;
-    throw new DashboardError(response.status, body.error ?? error.message, null, retryAfter);
+    throw new DashboardError(response.status, answer.error ?? error.message, null, retryAfter);
   }
-  if (error || !data) throw new DashboardError(0, error?.message ?? "vm-api gave no answer");
+  if (error || !data) {
+    throw new DashboardError(0, error?.message ?? `${functionName} gave no answer`);
+  }
   return data.data;
 }
+
+const vmApi = <A extends ActionName>(client: DashboardClient, action: A, input: Input<A>) =>
+  invokeAction<VmApiResponse<A>>(client, "vm-api", { ...input, action });
 
 export const createProject = (client: DashboardClient, input: Input<"create">) =>
   vmApi(client, "create", input);
@@ -73,6 +83,59 @@ export const deleteProject = (client: DashboardClient, input: Input<"delete">) =
   vmApi(client, "delete", input);
 export const projectStatus = (client: DashboardClient, input: Input<"status">) =>
   vmApi(client, "status", input);
+
+// --- webhooks (organization owners and admins) --------------------------------------------------
+
+type WebhooksInput<A extends WebhooksActionName> = Omit<WebhooksRequest<A>, "action">;
+
+/** Any of the webhooks function's actions: create, update, rotate_secret, delete, replay, test. */
+export const webhooksAction = <A extends WebhooksActionName>(
+  client: DashboardClient,
+  action: A,
+  input: WebhooksInput<A>,
+) => invokeAction<WebhooksResponse<A>>(client, "webhooks", { ...input, action });
+
+/** The organization's endpoints (never a secret), oldest first. */
+export async function webhookEndpoints(
+  client: DashboardClient,
+  organizationId: string,
+): Promise<Tables<"webhook_endpoints">[]> {
+  return answered(
+    await client.from("webhook_endpoints").select("*").eq("organization_id", organizationId)
+      .order("created_at"),
+  );
+}
+
+/** An endpoint's latest deliveries, newest first. */
+export async function webhookDeliveries(
+  client: DashboardClient,
+  endpointId: string,
+  limit = 50,
+): Promise<Tables<"webhook_deliveries">[]> {
+  return answered(
+    await client.from("webhook_deliveries").select("*").eq("endpoint_id", endpointId)
+      .order("created_at", { ascending: false }).limit(limit),
+  );
+}
+
+// --- The event feed -----------------------------------------------------------------------------
+
+/**
+ * The organization's events after `afterId` (oldest first; ids are time-ordered), at most
+ * `limit`: a client follows the feed by passing the last id it saw. Omit `afterId` for the latest.
+ */
+export async function eventsAfter(
+  client: DashboardClient,
+  organizationId: string,
+  afterId?: string,
+  limit = 100,
+): Promise<Tables<"events">[]> {
+  const query = client.from("events").select("*").eq("organization_id", organizationId);
+  if (afterId) {
+    return answered(await query.gt("id", afterId).order("id").limit(limit));
+  }
+  return answered(await query.order("id", { ascending: false }).limit(limit)).reverse();
+}
 
 // --- RPCs ---------------------------------------------------------------------------------------
 

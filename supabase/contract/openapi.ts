@@ -4,8 +4,10 @@
  * `deno task openapi` writes it to docs/openapi.json.
  */
 import { z } from "zod";
-import type { Action } from "../functions/vm-api/action.ts";
-import { actions } from "../functions/vm-api/actions.ts";
+import type { UserAction } from "../functions/_shared/user_actions.ts";
+import { deliveryBody, EVENT_DATA, type EventType } from "../functions/_shared/webhooks/events.ts";
+import { actions as vmApiActions } from "../functions/vm-api/actions.ts";
+import { actions as webhookActions } from "../functions/webhooks/actions.ts";
 import { bootstrap } from "../functions/vm-reporter/bootstrap.ts";
 import type { RouteContract } from "../functions/vm-reporter/route.ts";
 import { routeList } from "../functions/vm-reporter/routes.ts";
@@ -43,43 +45,58 @@ export function openApiDocument(): JsonSchema {
     Error: jsonSchema(FAILURES.schema, "output"),
   };
 
-  const actionEntries = Object.entries(actions) as [string, Action][];
-  const requestOf = (action: string) => `VmApi${pascal(action)}Request`;
-  const responseOf = (action: string) => `VmApi${pascal(action)}Response`;
-  for (const [name, action] of actionEntries) {
-    schemas[requestOf(name)] = jsonSchema(action.schema, "input");
-    schemas[responseOf(name)] = jsonSchema(success(action.response), "output");
-  }
-  const vmApi: Operation = {
-    operationId: "vmApi",
-    tags: ["vm-api"],
-    summary: "The dashboard's VM lifecycle endpoint: `action` picks what to do",
-    description: actionEntries.map(([name, action]) => `- \`${name}\`: ${action.summary}`)
-      .join("\n"),
-    security: [{ UserJwt: [] }],
-    requestBody: {
-      required: true,
-      content: json({
-        oneOf: actionEntries.map(([name]) => ref(requestOf(name))),
-        discriminator: {
-          propertyName: "action",
-          mapping: Object.fromEntries(
-            actionEntries.map(([name]) => [name, schemaUri(requestOf(name))]),
-          ),
-        },
-      }),
-    },
-    responses: {
-      200: {
-        description: "The action's answer (the one its `action` names)",
-        headers: { "X-Request-ID": { $ref: "#/components/headers/RequestId" } },
+  /** An endpoint of user actions (vm-api, webhooks): one POST, `action` picks the schema. */
+  const actionsOperation = (
+    functionName: string,
+    table: Record<string, UserAction<never>>,
+    summary: string,
+  ): Operation => {
+    const prefix = pascal(functionName);
+    const entries = Object.entries(table);
+    const requestOf = (action: string) => `${prefix}${pascal(action)}Request`;
+    const responseOf = (action: string) => `${prefix}${pascal(action)}Response`;
+    for (const [name, action] of entries) {
+      schemas[requestOf(name)] = jsonSchema(action.schema, "input");
+      schemas[responseOf(name)] = jsonSchema(success(action.response), "output");
+    }
+    return {
+      operationId: functionName.replace(/-(\w)/g, (_, c: string) => c.toUpperCase()),
+      tags: [functionName],
+      summary,
+      description: entries.map(([name, action]) => `- \`${name}\`: ${action.summary}`).join("\n"),
+      security: [{ UserJwt: [] }],
+      requestBody: {
+        required: true,
         content: json({
-          anyOf: actionEntries.map(([name]) => ref(responseOf(name))),
+          oneOf: entries.map(([name]) => ref(requestOf(name))),
+          discriminator: {
+            propertyName: "action",
+            mapping: Object.fromEntries(
+              entries.map(([name]) => [name, schemaUri(requestOf(name))]),
+            ),
+          },
         }),
       },
-      ...failureResponses([400, 401, 403, 404, 405, 409, 413, 429, 500, 503]),
-    },
+      responses: {
+        200: {
+          description: "The action's answer (the one its `action` names)",
+          headers: { "X-Request-ID": { $ref: "#/components/headers/RequestId" } },
+          content: json({ anyOf: entries.map(([name]) => ref(responseOf(name))) }),
+        },
+        ...failureResponses([400, 401, 403, 404, 405, 409, 413, 429, 500, 503]),
+      },
+    };
   };
+  const vmApi = actionsOperation(
+    "vm-api",
+    vmApiActions,
+    "The dashboard's VM lifecycle endpoint: `action` picks what to do",
+  );
+  const webhooksApi = actionsOperation(
+    "webhooks",
+    webhookActions,
+    "An organization's webhook endpoints (owners and admins): `action` picks what to do",
+  );
 
   const reporterOperation = (
     route: RouteContract,
@@ -106,7 +123,10 @@ export function openApiDocument(): JsonSchema {
     };
   };
 
-  const paths: Record<string, { post: Operation }> = { "/vm-api": { post: vmApi } };
+  const paths: Record<string, { post: Operation }> = {
+    "/vm-api": { post: vmApi },
+    "/webhooks": { post: webhooksApi },
+  };
   paths[`/vm-reporter${bootstrap.path}`] = {
     post: reporterOperation(bootstrap, "BootstrapCredential", [400, 401, 405, 429, 500, 503]),
   };
@@ -122,7 +142,9 @@ export function openApiDocument(): JsonSchema {
       title: "vm-service",
       version: "1.0.0",
       description:
-        "vm-api (the dashboard's VM lifecycle) and vm-reporter (what VMs report). Generated from " +
+        "vm-api (the dashboard's VM lifecycle), webhooks (where events are delivered) and " +
+        "vm-reporter (what VMs report); `webhooks` describes what the service POSTs to a " +
+        "customer's endpoint for each event (Standard Webhooks 1.0). Generated from " +
         "the functions' zod schemas by `deno task openapi`; do not edit by hand.",
     },
     servers: [
@@ -135,9 +157,14 @@ export function openApiDocument(): JsonSchema {
     ],
     tags: [
       { name: "vm-api", description: "Called by the dashboard with a signed-in user's JWT" },
+      {
+        name: "webhooks",
+        description: "Called by the dashboard for an organization's owners and admins",
+      },
       { name: "vm-reporter", description: "Called by each project's VM with its reporter token" },
     ],
     paths,
+    webhooks: eventWebhooks(),
     components: {
       schemas,
       responses: FAILURES.responses,
@@ -169,4 +196,49 @@ export function openApiDocument(): JsonSchema {
       },
     },
   };
+}
+
+/**
+ * What the service sends (OpenAPI 3.1 `webhooks`): one entry per event type, its body, the
+ * Standard Webhooks headers, and the answers that mean delivered, retried or disabled.
+ */
+function eventWebhooks(): Record<string, { post: Operation }> {
+  const header = (description: string) => ({
+    required: true,
+    schema: { type: "string" },
+    description,
+  });
+  return Object.fromEntries((Object.keys(EVENT_DATA) as EventType[]).map((type) => [type, {
+    post: {
+      operationId: `event${pascal(type.replace(".", "-"))}`,
+      summary: `The \`${type}\` event`,
+      description: "Signed per Standard Webhooks 1.0; receivers deduplicate by webhook-id.",
+      parameters: [
+        {
+          name: "webhook-id",
+          in: "header",
+          ...header("The event's id: the same on every retry and replay"),
+        },
+        { name: "webhook-timestamp", in: "header", ...header("Unix seconds of this attempt") },
+        {
+          name: "webhook-signature",
+          in: "header",
+          ...header(
+            '`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret, ' +
+              "space-separated",
+          ),
+        },
+      ],
+      requestBody: { required: true, content: json(jsonSchema(deliveryBody(type), "output")) },
+      responses: {
+        "2XX": { description: "Delivered (within WEBHOOK_TIMEOUT_MS, 15 s by default)" },
+        "410": { description: "Gone: the endpoint is disabled at once" },
+        default: {
+          description:
+            "Anything else (or no answer) is retried on WEBHOOK_RETRY_SCHEDULE_SECONDS, " +
+            "a longer Retry-After respected",
+        },
+      },
+    },
+  }]));
 }

@@ -191,6 +191,33 @@ export type Database = {
         };
         Relationships: [];
       };
+      events: {
+        Row: {
+          data: Json;
+          id: string;
+          occurred_at: string;
+          organization_id: string;
+          project_id: string | null;
+          type: string;
+        };
+        Insert: {
+          data: Json;
+          id?: string;
+          occurred_at?: string;
+          organization_id: string;
+          project_id?: string | null;
+          type: string;
+        };
+        Update: {
+          data?: Json;
+          id?: string;
+          occurred_at?: string;
+          organization_id?: string;
+          project_id?: string | null;
+          type?: string;
+        };
+        Relationships: [];
+      };
       git_sync_reports: {
         Row: {
           branch: string | null;
@@ -642,6 +669,103 @@ export type Database = {
           status_code?: number;
         };
         Relationships: [];
+      };
+      webhook_deliveries: {
+        Row: {
+          attempts: number;
+          created_at: string;
+          delivered_at: string | null;
+          endpoint_id: string;
+          event_id: string;
+          event_occurred_at: string;
+          event_type: string;
+          id: string;
+          last_error: string | null;
+          last_status_code: number | null;
+          lease_expires_at: string | null;
+          next_attempt_at: string;
+          status: string;
+        };
+        Insert: {
+          attempts?: number;
+          created_at?: string;
+          delivered_at?: string | null;
+          endpoint_id: string;
+          event_id: string;
+          event_occurred_at: string;
+          event_type: string;
+          id?: string;
+          last_error?: string | null;
+          last_status_code?: number | null;
+          lease_expires_at?: string | null;
+          next_attempt_at?: string;
+          status?: string;
+        };
+        Update: {
+          attempts?: number;
+          created_at?: string;
+          delivered_at?: string | null;
+          endpoint_id?: string;
+          event_id?: string;
+          event_occurred_at?: string;
+          event_type?: string;
+          id?: string;
+          last_error?: string | null;
+          last_status_code?: number | null;
+          lease_expires_at?: string | null;
+          next_attempt_at?: string;
+          status?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "webhook_deliveries_endpoint_id_fkey";
+            columns: ["endpoint_id"];
+            isOneToOne: false;
+            referencedRelation: "webhook_endpoints";
+            referencedColumns: ["id"];
+          },
+        ];
+      };
+      webhook_endpoints: {
+        Row: {
+          created_at: string;
+          description: string | null;
+          disabled_reason: string | null;
+          enabled: boolean;
+          event_types: string[] | null;
+          id: string;
+          organization_id: string;
+          url: string;
+        };
+        Insert: {
+          created_at?: string;
+          description?: string | null;
+          disabled_reason?: string | null;
+          enabled?: boolean;
+          event_types?: string[] | null;
+          id?: string;
+          organization_id: string;
+          url: string;
+        };
+        Update: {
+          created_at?: string;
+          description?: string | null;
+          disabled_reason?: string | null;
+          enabled?: boolean;
+          event_types?: string[] | null;
+          id?: string;
+          organization_id?: string;
+          url?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "webhook_endpoints_organization_id_fkey";
+            columns: ["organization_id"];
+            isOneToOne: false;
+            referencedRelation: "organizations";
+            referencedColumns: ["id"];
+          },
+        ];
       };
     };
     Views: {

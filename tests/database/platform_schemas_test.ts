@@ -40,7 +40,22 @@ Deno.test("00_structure.sql ignores the platform's SECURITY DEFINER functions, n
   );
   assert.deepEqual(await failingAssertions(db.url), []);
   await db.sql.unsafe(securityDefiner("public", "sneaky"));
-  const failing = await failingAssertions(db.url);
-  assert.equal(failing.length, 1);
-  assert.match(failing[0]!, /no SECURITY DEFINER function outside private/);
+  // Ours, so caught twice: definer outside private, and no pinned search_path (splinter 0011).
+  assert.deepEqual((await failingAssertions(db.url)).map((l) => l.replace(/^not ok \d+ - /, "")), [
+    "no SECURITY DEFINER function outside private",
+    "no function of ours has a mutable search_path (splinter 0011)",
+  ]);
+});
+
+Deno.test("00_structure.sql finds a function of ours whose search_path is not pinned", async () => {
+  await using db = await createTestDatabase();
+  await db.sql`create extension if not exists pgtap with schema extensions`;
+  await db.sql`grant execute on all functions in schema extensions to anon, authenticated`;
+  await db.sql`create function private.pinned() returns int language sql set search_path = ''
+    as 'select 1'`;
+  assert.deepEqual(await failingAssertions(db.url), []);
+  await db.sql`create function private.unpinned() returns int language sql as 'select 1'`;
+  assert.deepEqual(await failingAssertions(db.url), [
+    "not ok 13 - no function of ours has a mutable search_path (splinter 0011)",
+  ]);
 });

@@ -19,6 +19,7 @@ import {
 } from "../../supabase/functions/_shared/services.ts";
 import { createVmApi } from "../../supabase/functions/vm-api/handler.ts";
 import { createVmReconciler } from "../../supabase/functions/vm-reconciler/handler.ts";
+import { createWebhooksApi } from "../../supabase/functions/webhooks/handler.ts";
 import { createVmReporter } from "../../supabase/functions/vm-reporter/handler.ts";
 import { createGateway } from "../../scripts/lib/gateway.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
@@ -77,6 +78,7 @@ export async function inProcess(
       "vm-api": createVmApi(services),
       "vm-reporter": createVmReporter(services),
       "vm-reconciler": createVmReconciler(services),
+      webhooks: createWebhooksApi(services),
     },
   });
   const ready = services;

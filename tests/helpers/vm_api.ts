@@ -62,8 +62,9 @@ export interface StatusData {
 
 export type ProjectAction = "start" | "stop" | "delete" | "status";
 
-export function vmApi(endpoint: Endpoint) {
-  const url = endpoint.functionUrl("vm-api");
+/** vm-api, or another function of user actions (`webhooks`) when `name` says so. */
+export function vmApi(endpoint: Endpoint, name = "vm-api") {
+  const url = endpoint.functionUrl(name);
   const call = async (
     userId: string | null,
     body: unknown,

@@ -16,10 +16,15 @@ import type { TestServer } from "../helpers/server.ts";
 const RPCS = ["decide_approval", "queue_vm_command", "save_persona_file", "send_agent_message"];
 
 /** How each readable relation names its tenant (the rest carry `project_id`). */
-const TENANT_COLUMN: Record<string, { column: string; scope: "project" | "organization" }> = {
+const TENANT_COLUMN: Record<
+  string,
+  { column: string; scope: "project" | "organization" | "endpoint" }
+> = {
   projects: { column: "id", scope: "project" },
   organizations: { column: "id", scope: "organization" },
   organization_members: { column: "organization_id", scope: "organization" },
+  webhook_endpoints: { column: "organization_id", scope: "organization" },
+  webhook_deliveries: { column: "endpoint_id", scope: "endpoint" },
 };
 
 Deno.test("supabase-js reads every dashboard relation through /rest/v1 under RLS", async (t) => {
@@ -27,6 +32,10 @@ Deno.test("supabase-js reads every dashboard relation through /rest/v1 under RLS
   const a = await setupProject(db.sql, { name: "Tenant A" });
   const b = await setupProject(db.sql, { name: "Tenant B" });
   await using server = await startServer(db.url);
+  // Each tenant's user owns its organization and has a webhook endpoint, so the events the
+  // reports record become deliveries of each tenant's own.
+  const endpoints = new Map<ProjectSetup, string>();
+  for (const tenant of [a, b]) endpoints.set(tenant, await ownEndpoint(db.sql, tenant));
   for (const tenant of [a, b]) await reportEverything(server, db.sql, tenant);
 
   const readable = await db.sql<{ name: string }[]>`
@@ -41,7 +50,11 @@ Deno.test("supabase-js reads every dashboard relation through /rest/v1 under RLS
   for (const { name } of readable) {
     await t.step(`${name}: a member sees their tenant's rows only; anon sees none`, async () => {
       const tenant = TENANT_COLUMN[name] ?? { column: "project_id", scope: "project" };
-      const own = tenant.scope === "project" ? a.projectId : a.organizationId;
+      const own = tenant.scope === "project"
+        ? a.projectId
+        : tenant.scope === "endpoint"
+        ? endpoints.get(a)
+        : a.organizationId;
       const { data, error } = await member.from(name).select("*");
       assert.equal(error, null, `${name}: ${JSON.stringify(error)}`);
       assert.ok(data!.length > 0, `${name}: the fixture left the member no rows to see`);
@@ -512,4 +525,16 @@ async function reportEverything(server: TestServer, sql: postgres.Sql, tenant: P
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   assert.fail("the request log never caught up");
+}
+
+/** Makes the tenant's user an owner of its organization, with a webhook endpoint of its own. */
+async function ownEndpoint(sql: postgres.Sql, tenant: ProjectSetup): Promise<string> {
+  await sql`update public.organization_members set role = 'owner'
+    where organization_id = ${tenant.organizationId} and user_id = ${tenant.userId}`;
+  const [{ id }] = await sql<[{ id: string }]>`
+    insert into public.webhook_endpoints (organization_id, url)
+    values (${tenant.organizationId}, 'https://hooks.example.test/in') returning id`;
+  await sql`insert into private.webhook_secrets (endpoint_id, secret_ciphertext)
+    values (${id}, '\\x00')`;
+  return id;
 }

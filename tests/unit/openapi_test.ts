@@ -5,6 +5,8 @@
 import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { OPENAPI_FILE, openApiText } from "../../scripts/openapi.ts";
+import { actions as webhookActions } from "../../supabase/functions/webhooks/actions.ts";
+import { EVENT_DATA } from "../../supabase/functions/_shared/webhooks/events.ts";
 import { actions } from "../../supabase/functions/vm-api/actions.ts";
 import { routeList } from "../../supabase/functions/vm-reporter/routes.ts";
 
@@ -26,6 +28,7 @@ Deno.test("the OpenAPI document covers every action, route, status and credentia
   const paths = Object.keys(generated.paths);
   assert.deepEqual(paths, [
     "/vm-api",
+    "/webhooks",
     "/vm-reporter/bootstrap",
     ...routeList.map((route) => `/vm-reporter${route.path}`),
   ]);
@@ -62,4 +65,32 @@ Deno.test("the OpenAPI document covers every action, route, status and credentia
   assert.deepEqual(generated.paths["/vm-reporter/health"].post.security, [
     { ReporterToken: [], ProjectId: [] },
   ]);
+});
+
+Deno.test("the OpenAPI document describes the webhooks function and every event's payload", () => {
+  const webhooks = generated.paths["/webhooks"].post;
+  assert.deepEqual(
+    Object.keys(webhooks.requestBody.content["application/json"].schema.discriminator.mapping),
+    Object.keys(webhookActions),
+  );
+  assert.deepEqual(webhooks.security, [{ UserJwt: [] }]);
+  assert.deepEqual(Object.keys(generated.webhooks), Object.keys(EVENT_DATA));
+  const approval = generated.webhooks["approval.requested"].post;
+  assert.deepEqual(
+    approval.parameters.map((p: { name: string }) => p.name),
+    ["webhook-id", "webhook-timestamp", "webhook-signature"],
+  );
+  const body = approval.requestBody.content["application/json"].schema;
+  assert.deepEqual(Object.keys(body.properties), ["type", "timestamp", "data"]);
+  assert.deepEqual(body.properties.data.required.sort(), [
+    "action",
+    "agent",
+    "approval_id",
+    "description",
+    "expires_at",
+    "organization_id",
+    "project_id",
+    "risk",
+  ]);
+  assert.ok(approval.responses["410"]);
 });

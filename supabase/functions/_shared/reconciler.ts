@@ -15,6 +15,7 @@ import { withDeadline } from "./deadline.ts";
 import { runLimited } from "./limited.ts";
 import { describeError } from "./log.ts";
 import { type ClaimedOperation, dispatchOperation, type OperationDeps } from "./operations.ts";
+import { deliverDue, DELIVERY_LIMITS, type DeliveryReport } from "./webhooks/deliver.ts";
 
 export interface ReconcileReport {
   dispatched: number;
@@ -26,7 +27,14 @@ export interface ReconcileReport {
   /** Approvals expired (and the VM told) and commands ended for want of delivery. */
   reporter: { approvals_expired: number; commands_ended: number };
   partitions: { partitions_created: number; partitions_dropped: number };
+  /** Projects whose agents fell silent (agents.silent, once per episode). */
+  silent: number;
+  events: { partitions_created: number; partitions_dropped: number; deliveries_dropped: number };
+  webhooks: DeliveryReport;
 }
+
+/** Delivery batches one run sends at most: what is left waits for the next run. */
+const DELIVERY_BATCHES_PER_RUN = 5;
 
 /** Compute and database calls in flight at once within a run (each batch holds up to 100). */
 export const RECONCILE_CONCURRENCY = 8;
@@ -101,5 +109,40 @@ export async function reconcileOnce(
       ${config.retentionDays.requestLog}, ${config.retentionDays.healthSnapshots}
     ) as partitions`;
 
-  return { dispatched: due.length, given_up, observed, drift, stuck, reporter, partitions };
+  const [{ silent }] = await sql<[{ silent: number }]>`
+    select private.record_silent_projects() as silent`;
+  const [{ events }] = await sql<[{ events: ReconcileReport["events"] }]>`
+    select private.maintain_event_log(${config.eventRetentionDays}) as events`;
+  // Last, so the events this run recorded leave with it.
+  const webhooks = await deliverRun(deps);
+
+  return {
+    dispatched: due.length,
+    given_up,
+    observed,
+    drift,
+    stuck,
+    reporter,
+    partitions,
+    silent,
+    events,
+    webhooks,
+  };
+}
+
+async function deliverRun(deps: OperationDeps): Promise<DeliveryReport> {
+  const total: DeliveryReport = {
+    sent: 0,
+    succeeded: 0,
+    retrying: 0,
+    failed: 0,
+    disabled: 0,
+    superseded: 0,
+  };
+  for (let batch = 0; batch < DELIVERY_BATCHES_PER_RUN; batch++) {
+    const report = await deliverDue(deps);
+    for (const key of Object.keys(total) as (keyof DeliveryReport)[]) total[key] += report[key];
+    if (report.sent < DELIVERY_LIMITS.batch) break;
+  }
+  return total;
 }

@@ -184,3 +184,10 @@ export function runAction<C, T extends Table<C>>(
   // The union guarantees the pairing; TypeScript cannot correlate the two lookups.
   return actions[request.action]!.handle(context, request as never);
 }
+
+/** `defineAction` for one endpoint's context: types each action file's handler and schemas. */
+export function actionDefiner<C>() {
+  return <S extends z.ZodObject, R extends z.ZodType>(
+    action: UserAction<C, S, R>,
+  ): UserAction<C, S, R> => action;
+}

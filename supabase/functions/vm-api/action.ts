@@ -5,7 +5,7 @@
 import type { z } from "zod";
 import type { ClaimedOperation } from "../_shared/operations.ts";
 import type { Services } from "../_shared/services.ts";
-import type { UserAction, UserActionContext } from "../_shared/user_actions.ts";
+import { actionDefiner, type UserAction, type UserActionContext } from "../_shared/user_actions.ts";
 
 export type { RequestOf, ResponseOf } from "../_shared/user_actions.ts";
 
@@ -17,8 +17,4 @@ export interface ActionContext extends UserActionContext<Services> {
 export type Action<S extends z.ZodObject = z.ZodObject, R extends z.ZodType = z.ZodType> =
   UserAction<ActionContext, S, R>;
 
-export function defineAction<S extends z.ZodObject, R extends z.ZodType>(
-  action: Action<S, R>,
-): Action<S, R> {
-  return action;
-}
+export const defineAction = actionDefiner<ActionContext>();

@@ -22,12 +22,19 @@ import { routes } from "./routes.ts";
 import { createDispatch, invalidToken } from "./dispatch.ts";
 import { bearerCredential } from "../_shared/bearer.ts";
 import { isUuid } from "../_shared/uuid.ts";
+import { createWebhookSender } from "../_shared/webhooks/deliver.ts";
 
 const MAX_LOGGED_ROUTE = 200;
+/**
+ * Routes whose work can record an event (a health change, an agent's message, an approval asked
+ * for, an approval expired by the poll): the events are delivered right after them.
+ */
+const EVENTFUL_ROUTES = new Set(["/health", "/messages", "/approvals", "/commands/poll"]);
 
 export function createVmReporter(services: BaseServices): (request: Request) => Promise<Response> {
   const { config, sql } = services;
   const requestLog = createRequestLog(sql, services.background, services.log);
+  const webhooks = createWebhookSender(services);
   const settings = {
     rate_limit: config.vmReporterRateLimit,
     unauthenticated_limit: config.vmReporterUnauthenticatedLimit,
@@ -107,6 +114,7 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
       }
 
       const data = await dispatch.run(definition.statement, projectId, tokenHash, body);
+      if (EVENTFUL_ROUTES.has(route)) webhooks.soon();
       log.debug("vm-reporter request", { route, project_id: projectId });
       return success(data);
     }

@@ -146,21 +146,32 @@ export interface WebhookSender {
   soon(): void;
 }
 
+/** The shortest time between the starts of two runs one process makes on its own account. */
+export const SENDER_INTERVAL_MS = 250;
+
 /**
- * Delivery right after the requests that record events, as background work the runtime waits
- * for. Requests arriving while a run is under way ask for one more run after it, not one each:
- * a busy isolate makes a handful of claim queries a second, not one per request.
+ * Delivery right after the requests that may have recorded events, as background work the
+ * runtime waits for. Requests arriving while a run is under way or scheduled ask for at most one
+ * more run, and runs start at most every SENDER_INTERVAL_MS: a busy isolate makes a few claim
+ * queries a second, not one per request, and an event still leaves within a fraction of a second.
  */
 export function createWebhookSender(
   deps: WebhookDeps & { background: Background },
 ): WebhookSender {
-  let running = false;
+  let state: "idle" | "scheduled" | "running" = "idle";
   let again = false;
+  let lastStart = 0;
+  const pause = () =>
+    new Promise((resolve) =>
+      setTimeout(resolve, Math.max(0, lastStart + SENDER_INTERVAL_MS - Date.now()))
+    );
   const run = async () => {
-    running = true;
     try {
       do {
+        await pause();
+        state = "running";
         again = false;
+        lastStart = Date.now();
         const report = await deliverDue(deps);
         // A full batch may have left more behind.
         again ||= report.sent === DELIVERY_LIMITS.batch;
@@ -168,16 +179,15 @@ export function createWebhookSender(
     } catch (error) {
       deps.log.warn("webhook delivery run failed; the reconciler retries", describeError(error));
     } finally {
-      running = false;
+      state = "idle";
     }
   };
   return {
     soon() {
       if (!deps.config.webhooks.secretKey) return;
-      if (running) {
-        again = true;
-        return;
-      }
+      if (state === "running") again = true;
+      if (state !== "idle") return;
+      state = "scheduled";
       deps.background.run("webhook delivery", run);
     },
   };

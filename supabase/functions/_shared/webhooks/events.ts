@@ -1,0 +1,78 @@
+/**
+ * The event types (contract §8, pinned names) and the `data` each carries, as schemas: the
+ * webhooks function validates `event_types` filters with them and the OpenAPI document's
+ * `webhooks` section describes every payload from them. The database writes the events
+ * (public.events, by trigger); these say what a receiver gets.
+ */
+import { z } from "zod";
+
+const uuid = z.uuid();
+const at = z.iso.datetime({ offset: true });
+const ids = { organization_id: uuid };
+const projectIds = { organization_id: uuid, project_id: uuid };
+
+export const EVENT_DATA = {
+  "project.created": z.object({
+    ...projectIds,
+    name: z.string(),
+    region: z.string(),
+    vm_size: z.string(),
+    status: z.string(),
+  }),
+  "project.status_changed": z.object({
+    ...projectIds,
+    previous_status: z.string(),
+    status: z.string(),
+  }),
+  "project.health_changed": z.object({
+    ...projectIds,
+    previous_health: z.string(),
+    health: z.string(),
+  }),
+  "project.stuck": z.object({ ...projectIds, status: z.string(), since: at }),
+  "project.operation_failed": z.object({
+    ...projectIds,
+    operation: z.enum(["provision", "start", "deallocate", "delete"]),
+    error: z.string().describe("The sentence the project's last_error shows the user"),
+  }),
+  "project.deleted": z.object({ ...projectIds, name: z.string() }),
+  "approval.requested": z.object({
+    ...projectIds,
+    approval_id: uuid,
+    agent: z.string(),
+    action: z.string(),
+    description: z.string(),
+    risk: z.enum(["low", "medium", "high"]),
+    expires_at: at,
+  }),
+  "approval.decided": z.object({
+    ...projectIds,
+    approval_id: uuid,
+    decision: z.enum(["approved", "rejected"]),
+    decided_by: uuid.nullable(),
+  }),
+  "approval.expired": z.object({ ...projectIds, approval_id: uuid }),
+  "message.created": z.object({
+    ...projectIds,
+    message_id: uuid,
+    agent: z.string(),
+    content: z.string(),
+  }),
+  "agents.silent": z.object({ ...projectIds, silent_since: at }),
+  "webhook.test": z.object(ids),
+} as const;
+
+export type EventType = keyof typeof EVENT_DATA;
+
+/** What an endpoint may subscribe to (a test event goes only where the `test` action sends it). */
+export const SUBSCRIBABLE_EVENT_TYPES = (Object.keys(EVENT_DATA) as EventType[])
+  .filter((type) => type !== "webhook.test");
+
+/** The body of every delivery: Standard Webhooks' `{type, timestamp, data}`. */
+export function deliveryBody<T extends EventType>(type: T) {
+  return z.object({
+    type: z.literal(type),
+    timestamp: at.describe("When the event occurred (ISO 8601, UTC)"),
+    data: EVENT_DATA[type],
+  });
+}

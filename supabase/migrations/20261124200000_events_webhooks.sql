@@ -1,0 +1,892 @@
+/*
+ * Events and outbound webhooks (contract §8).
+ *
+ * One durable event log, public.events, feeds outbound webhooks, the dashboard's live refresh and
+ * the audit trail. Every event is written by a trigger on the row whose change it tells of, so it
+ * commits with that change or not at all: no change without its event, no event without its
+ * change, whoever made it (a user's action, the reconciler, an expiry, the VM). Each event fans
+ * out, in the same transaction, to a delivery per matching endpoint of its organization; the
+ * functions send deliveries after commit (right after the request, and on every reconciler run),
+ * claimed with SKIP LOCKED and a lease so two senders never send the same attempt.
+ */
+
+-- -------------------------------------------------------------------------------------
+-- The event log
+-- -------------------------------------------------------------------------------------
+
+/**
+ * A UUID whose first 48 bits are the Unix time in milliseconds and the next 12 the fraction of
+ * that millisecond (RFC 9562 version 7, method 3): events' ids sort by the time they were
+ * recorded, to a quarter of a microsecond, so a client pages forward with `id > <last id seen>`.
+ * (Transactions commit in their own order: a reader following the feed closely re-reads the
+ * last few seconds, as it would with any sequence.)
+ */
+create or replace function private.uuid_v7(p_at timestamptz default clock_timestamp())
+returns uuid
+language sql
+volatile
+set search_path = ''
+begin atomic
+  select encode(
+    substring(int8send(floor(extract(epoch from p_at) * 1000)::bigint) from 3)
+      || int2send((28672 + floor(mod(extract(microseconds from p_at), 1000) * 4.096))::smallint)
+      || substring(uuid_send(gen_random_uuid()) from 9),
+    'hex')::uuid;
+end;
+
+create table public.events (
+  id uuid not null default private.uuid_v7(),
+  type text not null check (type in (
+    'project.created', 'project.status_changed', 'project.health_changed', 'project.stuck',
+    'project.operation_failed', 'project.deleted', 'approval.requested', 'approval.decided',
+    'approval.expired', 'message.created', 'agents.silent', 'webhook.test'
+  )),
+  organization_id uuid not null,
+  -- No foreign key: a project's events outlive it (`project.deleted` is about a project gone).
+  project_id uuid,
+  data jsonb not null check (jsonb_typeof(data) = 'object'),
+  occurred_at timestamptz not null default clock_timestamp(),
+  primary key (id, occurred_at)
+) partition by range (occurred_at);
+
+comment on table public.events is
+  'The event log (contract §8): one row per change worth telling, newest last by (occurred_at, id); ids are time-ordered (UUIDv7), so clients page forward by id.';
+
+create table private.events_default partition of public.events default;
+
+create index events_organization_idx on public.events (organization_id, id);
+create index events_project_idx on public.events (project_id, id) where project_id is not null;
+
+alter table public.events enable row level security;
+
+-- An organization's own events to its members; a project's to the project's members, but that a
+-- project was deleted to the whole organization (the project has no members left).
+create policy "Events are visible to their organization's or project's members"
+  on public.events for select to authenticated
+  using (
+    case
+      when project_id is null or type = 'project.deleted'
+        then private.is_organization_member(organization_id)
+      else private.is_project_member(project_id)
+    end
+  );
+
+-- New tables in public get everything for anon and authenticated by default: taken back.
+revoke all on public.events from anon, authenticated;
+grant select on public.events to authenticated;
+grant select, insert, delete on public.events to service_role;
+
+select private.create_time_partitions('public.events', interval '1 day', 0, 3);
+
+/**
+ * Records an event; the fan-out trigger below makes its deliveries. The one way events are
+ * written, so every event has the shape §8 gives it: `data` carries the organization and the
+ * project.
+ */
+create or replace function private.record_event(
+  p_type text,
+  p_organization_id uuid,
+  p_project_id uuid,
+  p_data jsonb default '{}'
+) returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_id uuid;
+begin
+  insert into public.events (type, organization_id, project_id, data)
+  values (
+    p_type, p_organization_id, p_project_id,
+    jsonb_strip_nulls(jsonb_build_object(
+      'organization_id', p_organization_id, 'project_id', p_project_id
+    )) || coalesce(p_data, '{}')
+  )
+  returning id into v_id;
+  return v_id;
+end;
+$$;
+
+-- -------------------------------------------------------------------------------------
+-- What writes events: triggers on the rows whose changes they tell of
+-- -------------------------------------------------------------------------------------
+
+/**
+ * project.created, project.status_changed, project.health_changed and project.deleted, from the
+ * projects row itself: whatever changed it (vm-api, the reconciler, drift, a failed operation, a
+ * health report), the event commits with the change.
+ */
+create or replace function private.project_events()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  if tg_op = 'INSERT' then
+    perform private.record_event('project.created', new.organization_id, new.id,
+      jsonb_build_object('name', new.name, 'region', new.region, 'vm_size', new.vm_size,
+                         'status', new.status));
+  elsif tg_op = 'DELETE' then
+    perform private.record_event('project.deleted', old.organization_id, old.id,
+      jsonb_build_object('name', old.name));
+  else
+    if old.status is distinct from new.status then
+      perform private.record_event('project.status_changed', new.organization_id, new.id,
+        jsonb_build_object('previous_status', old.status, 'status', new.status));
+    end if;
+    if old.health_status is distinct from new.health_status then
+      perform private.record_event('project.health_changed', new.organization_id, new.id,
+        jsonb_build_object('previous_health', old.health_status, 'health', new.health_status));
+    end if;
+  end if;
+  return null;
+end;
+$$;
+
+create trigger projects_created_or_deleted_events
+  after insert or delete on public.projects
+  for each row execute function private.project_events();
+
+-- Only a change of status or health fires it: a report that changes nothing pays nothing.
+create trigger projects_changed_events
+  after update of status, health_status on public.projects
+  for each row
+  when (old.status is distinct from new.status or old.health_status is distinct from new.health_status)
+  execute function private.project_events();
+
+/**
+ * project.stuck and project.operation_failed, from the activity entries the platform records for
+ * them (`vm_stuck`, once per episode; `vm_<kind>_failed`, when an operation is given up).
+ */
+create or replace function private.activity_events()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_organization_id uuid;
+begin
+  select organization_id into v_organization_id from public.projects where id = new.project_id;
+  if v_organization_id is null then
+    return null;
+  end if;
+  if new.action = 'vm_stuck' then
+    perform private.record_event('project.stuck', v_organization_id, new.project_id,
+      jsonb_build_object('status', new.details ->> 'status', 'since', new.details ->> 'since'));
+  else
+    perform private.record_event('project.operation_failed', v_organization_id, new.project_id,
+      jsonb_build_object(
+        'operation', substring(new.action from '^vm_(.*)_failed$'),
+        'error', new.details ->> 'error'
+      ));
+  end if;
+  return null;
+end;
+$$;
+
+create trigger project_activity_events
+  after insert on public.project_activity
+  for each row
+  when (new.action = 'vm_stuck' or new.action like 'vm\_%\_failed')
+  execute function private.activity_events();
+
+/** approval.requested (once per request_id: a repeated request inserts nothing), decided, expired. */
+create or replace function private.approval_events()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_organization_id uuid;
+begin
+  select organization_id into v_organization_id from public.projects where id = new.project_id;
+  if tg_op = 'INSERT' then
+    perform private.record_event('approval.requested', v_organization_id, new.project_id,
+      jsonb_build_object(
+        'approval_id', new.id, 'agent', new.agent, 'action', new.action,
+        'description', new.description, 'risk', new.risk,
+        'expires_at', private.iso8601(new.expires_at)
+      ));
+  elsif new.status = 'expired' then
+    perform private.record_event('approval.expired', v_organization_id, new.project_id,
+      jsonb_build_object('approval_id', new.id));
+  else
+    perform private.record_event('approval.decided', v_organization_id, new.project_id,
+      jsonb_build_object('approval_id', new.id, 'decision', new.status,
+                         'decided_by', new.decided_by));
+  end if;
+  return null;
+end;
+$$;
+
+create trigger approvals_requested_events
+  after insert on public.approvals
+  for each row execute function private.approval_events();
+
+create trigger approvals_decided_events
+  after update of status on public.approvals
+  for each row
+  when (old.status = 'pending' and new.status <> 'pending')
+  execute function private.approval_events();
+
+/** message.created: an agent's chat message (never the user's own). */
+create or replace function private.message_events()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_organization_id uuid;
+begin
+  select organization_id into v_organization_id from public.projects where id = new.project_id;
+  if v_organization_id is not null then
+    perform private.record_event('message.created', v_organization_id, new.project_id,
+      jsonb_build_object('message_id', new.id, 'agent', new.agent, 'content', new.content));
+  end if;
+  return null;
+end;
+$$;
+
+create trigger agent_messages_created_events
+  after insert on public.agent_messages
+  for each row
+  when (new.direction = 'from_agent')
+  execute function private.message_events();
+
+/**
+ * agents.silent: once per episode, a running project whose agents have all been without activity
+ * for 30 minutes (the Agents tab's `silent`). An episode is named by the moment the last activity
+ * happened; new activity and a new silence make a new episode. Run by the reconciler.
+ */
+create table private.agent_silences (
+  project_id uuid primary key references public.projects (id) on delete cascade,
+  silent_since timestamptz not null
+);
+
+create or replace function private.record_silent_projects(
+  p_silent_after interval default interval '30 minutes'
+) returns integer
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_count integer;
+begin
+  with quiet as (
+    select p.id, p.organization_id, max(a.last_activity_at) as silent_since
+    from public.projects p
+    join public.project_agents a on a.project_id = p.id
+    where p.status in ('active', 'running')
+    group by p.id, p.organization_id
+    having max(a.last_activity_at) < now() - p_silent_after
+  ),
+  episode as (
+    insert into private.agent_silences as s (project_id, silent_since)
+    select id, silent_since from quiet
+    on conflict (project_id) do update set silent_since = excluded.silent_since
+      where s.silent_since is distinct from excluded.silent_since
+    returning s.project_id, s.silent_since
+  )
+  select count(private.record_event('agents.silent', q.organization_id, q.id,
+           jsonb_build_object('silent_since', private.iso8601(e.silent_since))))
+    into v_count
+  from episode e join quiet q on q.id = e.project_id;
+  return v_count;
+end;
+$$;
+
+-- -------------------------------------------------------------------------------------
+-- Webhook endpoints
+-- -------------------------------------------------------------------------------------
+
+create table public.webhook_endpoints (
+  id uuid primary key default gen_random_uuid(),
+  organization_id uuid not null references public.organizations (id) on delete cascade,
+  url text not null check (char_length(url) between 1 and 2000),
+  description text check (char_length(description) <= 500),
+  -- null: every event type.
+  event_types text[] check (event_types is null or cardinality(event_types) between 1 and 20),
+  enabled boolean not null default true,
+  disabled_reason text,
+  created_at timestamptz not null default now()
+);
+
+comment on table public.webhook_endpoints is
+  'Where an organization''s events are delivered (contract §8). Never holds a secret: those are encrypted in private.webhook_secrets.';
+
+create index webhook_endpoints_organization_idx on public.webhook_endpoints (organization_id);
+
+/**
+ * The endpoint's signing secrets, encrypted by the functions (AES-256-GCM with
+ * WEBHOOK_SECRET_KEY) before they reach the database: plaintext never does. During a rotation the
+ * previous secret also signs until `previous_expires_at`. `failing_since` is when deliveries
+ * started failing with no success since (the endpoint is disabled after
+ * WEBHOOK_DISABLE_AFTER_HOURS of it).
+ */
+create table private.webhook_secrets (
+  endpoint_id uuid primary key references public.webhook_endpoints (id) on delete cascade,
+  secret_ciphertext bytea not null,
+  previous_ciphertext bytea,
+  previous_expires_at timestamptz,
+  failing_since timestamptz
+);
+
+/** Is the signed-in user an owner or admin of the organization (who may manage its webhooks)? */
+create or replace function private.is_organization_admin(p_organization_id uuid)
+returns boolean
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  return exists (
+    select 1 from public.organization_members m
+    where m.organization_id = p_organization_id
+      and m.user_id = (select auth.uid())
+      and m.role in ('owner', 'admin')
+  );
+end;
+$$;
+
+alter table public.webhook_endpoints enable row level security;
+
+-- Owners and admins: "admins" in the policy's name.
+create policy "Webhook endpoints are visible to the organization's admins"
+  on public.webhook_endpoints for select to authenticated
+  using (private.is_organization_admin(organization_id));
+
+revoke all on public.webhook_endpoints from anon, authenticated;
+grant select on public.webhook_endpoints to authenticated;
+grant select, insert, update, delete on public.webhook_endpoints to service_role;
+
+/** The endpoint, if the signed-in user may manage it; VA403 otherwise (also when it does not exist). */
+create or replace function private.require_webhook_admin(p_endpoint_id uuid)
+returns public.webhook_endpoints
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  v_endpoint public.webhook_endpoints;
+begin
+  select * into v_endpoint from public.webhook_endpoints where id = p_endpoint_id;
+  if not found or not private.is_organization_admin(v_endpoint.organization_id) then
+    raise exception 'Only the organization''s owners and admins manage its webhooks'
+      using errcode = 'VA403';
+  end if;
+  return v_endpoint;
+end;
+$$;
+
+create or replace function private.assert_event_types(p_event_types text[])
+returns void
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+  if p_event_types is not null and exists (
+    select 1 from unnest(p_event_types) t
+    where t not in (
+      'project.created', 'project.status_changed', 'project.health_changed', 'project.stuck',
+      'project.operation_failed', 'project.deleted', 'approval.requested', 'approval.decided',
+      'approval.expired', 'message.created', 'agents.silent'
+    )
+  ) then
+    raise exception 'event_types holds an unknown event type' using errcode = 'VA400';
+  end if;
+end;
+$$;
+
+/** create: a new endpoint of the organization, enabled, with its (encrypted) secret. */
+create or replace function private.webhook_create(
+  p_organization_id uuid,
+  p_url text,
+  p_event_types text[],
+  p_description text,
+  p_secret_ciphertext bytea
+) returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_id uuid;
+begin
+  if not private.is_organization_admin(p_organization_id) then
+    raise exception 'Only the organization''s owners and admins manage its webhooks'
+      using errcode = 'VA403';
+  end if;
+  perform private.assert_event_types(p_event_types);
+  insert into public.webhook_endpoints (organization_id, url, event_types, description)
+    values (p_organization_id, p_url, p_event_types, p_description)
+    returning id into v_id;
+  insert into private.webhook_secrets (endpoint_id, secret_ciphertext)
+    values (v_id, p_secret_ciphertext);
+  return jsonb_build_object('endpoint_id', v_id);
+end;
+$$;
+
+/**
+ * update: what is given changes. Enabling an endpoint clears why it was disabled and its failing
+ * clock; its pending deliveries are sent again from now.
+ */
+create or replace function private.webhook_update(
+  p_endpoint_id uuid,
+  p_changes jsonb
+) returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_endpoint public.webhook_endpoints := private.require_webhook_admin(p_endpoint_id);
+  v_event_types text[];
+  v_enabling boolean := coalesce((p_changes ->> 'enabled')::boolean, false)
+    and not v_endpoint.enabled;
+begin
+  if p_changes ? 'event_types' then
+    v_event_types := case when jsonb_typeof(p_changes -> 'event_types') = 'array'
+      then array(select jsonb_array_elements_text(p_changes -> 'event_types')) end;
+    perform private.assert_event_types(v_event_types);
+  end if;
+  update public.webhook_endpoints set
+    url = coalesce(p_changes ->> 'url', url),
+    description = case when p_changes ? 'description' then p_changes ->> 'description'
+                       else description end,
+    event_types = case when p_changes ? 'event_types' then v_event_types else event_types end,
+    enabled = coalesce((p_changes ->> 'enabled')::boolean, enabled),
+    disabled_reason = case
+      when (p_changes ->> 'enabled')::boolean is true then null
+      when (p_changes ->> 'enabled')::boolean is false then 'Disabled by a user'
+      else disabled_reason end
+  where id = p_endpoint_id;
+  if v_enabling then
+    update private.webhook_secrets set failing_since = null where endpoint_id = p_endpoint_id;
+    update public.webhook_deliveries set next_attempt_at = now()
+      where endpoint_id = p_endpoint_id and status = 'pending';
+  end if;
+  return jsonb_build_object('endpoint_id', p_endpoint_id);
+end;
+$$;
+
+/** rotate_secret: the new secret signs from now; the previous one too, for `p_overlap`. */
+create or replace function private.webhook_rotate_secret(
+  p_endpoint_id uuid,
+  p_secret_ciphertext bytea,
+  p_overlap interval default interval '24 hours'
+) returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  perform private.require_webhook_admin(p_endpoint_id);
+  update private.webhook_secrets set
+    previous_ciphertext = secret_ciphertext,
+    previous_expires_at = now() + p_overlap,
+    secret_ciphertext = p_secret_ciphertext
+  where endpoint_id = p_endpoint_id;
+  return jsonb_build_object('endpoint_id', p_endpoint_id);
+end;
+$$;
+
+create or replace function private.webhook_delete(p_endpoint_id uuid)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  perform private.require_webhook_admin(p_endpoint_id);
+  delete from public.webhook_endpoints where id = p_endpoint_id;
+  return jsonb_build_object('endpoint_id', p_endpoint_id);
+end;
+$$;
+
+/**
+ * replay: every event of the organization since `p_since` that the endpoint takes is queued
+ * again for it, under the same event ids (receivers deduplicate by webhook-id).
+ */
+create or replace function private.webhook_replay(p_endpoint_id uuid, p_since timestamptz)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_endpoint public.webhook_endpoints := private.require_webhook_admin(p_endpoint_id);
+  v_queued integer;
+begin
+  insert into public.webhook_deliveries as d
+    (endpoint_id, event_id, event_occurred_at, event_type)
+  select v_endpoint.id, e.id, e.occurred_at, e.type
+  from public.events e
+  where e.organization_id = v_endpoint.organization_id
+    and e.occurred_at >= p_since
+    and e.type <> 'webhook.test'
+    and (v_endpoint.event_types is null or e.type = any (v_endpoint.event_types))
+  on conflict (endpoint_id, event_id) do update set
+    status = 'pending', attempts = 0, next_attempt_at = now(), lease_expires_at = null,
+    last_status_code = null, last_error = null, delivered_at = null;
+  get diagnostics v_queued = row_count;
+  return jsonb_build_object('queued', v_queued);
+end;
+$$;
+
+/** test: a `webhook.test` event, delivered to this endpoint only. */
+create or replace function private.webhook_test(p_endpoint_id uuid)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_endpoint public.webhook_endpoints := private.require_webhook_admin(p_endpoint_id);
+  v_event public.events;
+begin
+  insert into public.events (type, organization_id, data)
+    values ('webhook.test', v_endpoint.organization_id,
+            jsonb_build_object('organization_id', v_endpoint.organization_id))
+    returning * into v_event;
+  insert into public.webhook_deliveries (endpoint_id, event_id, event_occurred_at, event_type)
+    values (v_endpoint.id, v_event.id, v_event.occurred_at, v_event.type);
+  return jsonb_build_object('event_id', v_event.id);
+end;
+$$;
+
+-- -------------------------------------------------------------------------------------
+-- Deliveries
+-- -------------------------------------------------------------------------------------
+
+create table public.webhook_deliveries (
+  id uuid primary key default gen_random_uuid(),
+  endpoint_id uuid not null references public.webhook_endpoints (id) on delete cascade,
+  event_id uuid not null,
+  event_occurred_at timestamptz not null,
+  event_type text not null,
+  status text not null default 'pending' check (status in ('pending', 'succeeded', 'failed')),
+  attempts integer not null default 0,
+  last_status_code integer,
+  last_error text check (char_length(last_error) <= 1000),
+  next_attempt_at timestamptz not null default now(),
+  -- A sender holds the attempt until then; past it, another may send it again.
+  lease_expires_at timestamptz,
+  created_at timestamptz not null default now(),
+  delivered_at timestamptz,
+  unique (endpoint_id, event_id)
+);
+
+comment on table public.webhook_deliveries is
+  'One row per event and endpoint: its status, attempts and the last answer (contract §8).';
+
+create index webhook_deliveries_due_idx on public.webhook_deliveries (next_attempt_at)
+  where status = 'pending';
+create index webhook_deliveries_created_idx on public.webhook_deliveries (created_at);
+
+alter table public.webhook_deliveries enable row level security;
+
+-- The endpoint's own policy decides: only its organization's owners and admins see it.
+create policy "Webhook deliveries are visible to whoever sees their endpoint"
+  on public.webhook_deliveries for select to authenticated
+  using (endpoint_id in (select id from public.webhook_endpoints));
+
+revoke all on public.webhook_deliveries from anon, authenticated;
+grant select on public.webhook_deliveries to authenticated;
+grant select, insert, update, delete on public.webhook_deliveries to service_role;
+
+/** Each event (but a test) becomes a delivery for every enabled endpoint of its organization that takes it. */
+create or replace function private.fan_out_event()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  insert into public.webhook_deliveries (endpoint_id, event_id, event_occurred_at, event_type)
+  select w.id, new.id, new.occurred_at, new.type
+  from public.webhook_endpoints w
+  where w.organization_id = new.organization_id
+    and w.enabled
+    and (w.event_types is null or new.type = any (w.event_types));
+  return null;
+end;
+$$;
+
+create trigger events_fan_out
+  after insert on public.events
+  for each row
+  when (new.type <> 'webhook.test')
+  execute function private.fan_out_event();
+
+/**
+ * Claims up to `p_limit` due deliveries of enabled endpoints, at most `p_per_endpoint` of any one
+ * endpoint, oldest due first: each is leased for `p_lease_seconds` and its attempt counted, so a
+ * concurrent sender skips it (SKIP LOCKED now, the lease after commit). Answers what sending
+ * needs: the endpoint, its secrets (ciphertext), the event.
+ */
+create or replace function private.claim_webhook_deliveries(
+  p_limit integer,
+  p_per_endpoint integer,
+  p_lease_seconds integer
+) returns table (
+  delivery_id uuid,
+  endpoint_id uuid,
+  url text,
+  secrets bytea[],
+  event_id uuid,
+  event_type text,
+  occurred_at timestamptz,
+  data jsonb,
+  attempt integer
+)
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  return query
+  with candidates as (
+    select d.id, d.endpoint_id, d.next_attempt_at
+    from public.webhook_deliveries d
+    where d.status = 'pending'
+      and d.next_attempt_at <= now()
+      and (d.lease_expires_at is null or d.lease_expires_at <= now())
+    order by d.next_attempt_at
+    limit p_limit * 4
+    for update of d skip locked
+  ),
+  chosen as (
+    select c.id from (
+      select c.id, row_number() over (partition by c.endpoint_id order by c.next_attempt_at) as n
+      from candidates c
+      join public.webhook_endpoints w on w.id = c.endpoint_id and w.enabled
+    ) c
+    where c.n <= p_per_endpoint
+    limit p_limit
+  ),
+  claimed as (
+    update public.webhook_deliveries d
+      set lease_expires_at = now() + make_interval(secs => p_lease_seconds),
+          attempts = d.attempts + 1
+    from chosen
+    where d.id = chosen.id
+    returning d.*
+  )
+  select c.id, c.endpoint_id, w.url,
+    array_remove(array[s.secret_ciphertext,
+      case when s.previous_expires_at > now() then s.previous_ciphertext end], null),
+    e.id, e.type, e.occurred_at, e.data, c.attempts
+  from claimed c
+  join public.webhook_endpoints w on w.id = c.endpoint_id
+  join private.webhook_secrets s on s.endpoint_id = c.endpoint_id
+  join public.events e on e.id = c.event_id and e.occurred_at = c.event_occurred_at;
+end;
+$$;
+
+/**
+ * What an attempt came to. A 2xx delivers; a 410 disables the endpoint at once; anything else is
+ * retried after `p_schedule[attempts]` seconds (or the receiver's Retry-After, when longer) and
+ * fails after the last. An endpoint failing with no success for `p_disable_after_hours` is
+ * disabled. A delivery whose lease another sender took over is left to that sender.
+ */
+create or replace function private.record_webhook_attempt(
+  p_delivery_id uuid,
+  p_attempt integer,
+  p_status_code integer,
+  p_error text,
+  p_retry_after_seconds integer,
+  p_schedule integer[],
+  p_disable_after_hours integer
+) returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_delivery public.webhook_deliveries;
+  v_outcome text;
+  v_failing_since timestamptz;
+begin
+  select * into v_delivery from public.webhook_deliveries
+    where id = p_delivery_id and status = 'pending' and attempts = p_attempt
+    for update;
+  if not found then
+    return 'superseded';
+  end if;
+
+  if p_status_code between 200 and 299 then
+    v_outcome := 'succeeded';
+    update public.webhook_deliveries set status = 'succeeded', delivered_at = now(),
+      last_status_code = p_status_code, last_error = null, lease_expires_at = null
+      where id = p_delivery_id;
+    update private.webhook_secrets set failing_since = null
+      where endpoint_id = v_delivery.endpoint_id;
+    return v_outcome;
+  end if;
+
+  if p_status_code = 410 then
+    v_outcome := 'disabled';
+    update public.webhook_deliveries set status = 'failed', last_status_code = 410,
+      last_error = left(p_error, 1000), lease_expires_at = null
+      where id = p_delivery_id;
+    update public.webhook_endpoints set enabled = false,
+      disabled_reason = 'The endpoint answered 410 Gone'
+      where id = v_delivery.endpoint_id;
+    return v_outcome;
+  end if;
+
+  v_outcome := case when p_attempt > coalesce(array_length(p_schedule, 1), 0)
+    then 'failed' else 'retrying' end;
+  update public.webhook_deliveries set
+    status = case when v_outcome = 'failed' then 'failed' else 'pending' end,
+    last_status_code = p_status_code,
+    last_error = left(p_error, 1000),
+    lease_expires_at = null,
+    next_attempt_at = case when v_outcome = 'retrying'
+      then now() + make_interval(secs => greatest(p_schedule[p_attempt],
+                                                  coalesce(p_retry_after_seconds, 0)))
+      else next_attempt_at end
+    where id = p_delivery_id;
+
+  update private.webhook_secrets set failing_since = coalesce(failing_since, now())
+    where endpoint_id = v_delivery.endpoint_id
+    returning failing_since into v_failing_since;
+  if v_failing_since < now() - make_interval(hours => p_disable_after_hours) then
+    update public.webhook_endpoints set enabled = false,
+      disabled_reason = format('No successful delivery for %s hours', p_disable_after_hours)
+      where id = v_delivery.endpoint_id and enabled;
+    v_outcome := 'disabled';
+  end if;
+  return v_outcome;
+end;
+$$;
+
+/** Keeps the event log's partitions (prepared ahead, dropped past retention) and old deliveries. */
+create or replace function private.maintain_event_log(p_retention_days integer)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_deliveries integer;
+begin
+  delete from public.webhook_deliveries
+    where created_at < now() - make_interval(days => p_retention_days)
+      and status <> 'pending';
+  get diagnostics v_deliveries = row_count;
+  return jsonb_build_object(
+    'partitions_created',
+      private.create_time_partitions('public.events', interval '1 day', 0, 3),
+    'partitions_dropped',
+      private.drop_expired_partitions('public.events', make_interval(days => p_retention_days)),
+    'deliveries_dropped', v_deliveries
+  );
+end;
+$$;
+
+-- -------------------------------------------------------------------------------------
+-- Privileges
+-- -------------------------------------------------------------------------------------
+
+revoke all on function
+  private.uuid_v7(timestamptz),
+  private.record_event(text, uuid, uuid, jsonb),
+  private.project_events(),
+  private.activity_events(),
+  private.approval_events(),
+  private.message_events(),
+  private.fan_out_event(),
+  private.record_silent_projects(interval),
+  private.is_organization_admin(uuid),
+  private.require_webhook_admin(uuid),
+  private.assert_event_types(text[]),
+  private.webhook_create(uuid, text, text[], text, bytea),
+  private.webhook_update(uuid, jsonb),
+  private.webhook_rotate_secret(uuid, bytea, interval),
+  private.webhook_delete(uuid),
+  private.webhook_replay(uuid, timestamptz),
+  private.webhook_test(uuid),
+  private.claim_webhook_deliveries(integer, integer, integer),
+  private.record_webhook_attempt(uuid, integer, integer, text, integer, integer[], integer),
+  private.maintain_event_log(integer)
+from public;
+
+-- The platform: the reconciler's steps and the senders.
+grant execute on function
+  private.uuid_v7(timestamptz),
+  private.record_event(text, uuid, uuid, jsonb),
+  private.record_silent_projects(interval),
+  private.claim_webhook_deliveries(integer, integer, integer),
+  private.record_webhook_attempt(uuid, integer, integer, text, integer, integer[], integer),
+  private.maintain_event_log(integer)
+to service_role;
+
+-- The webhooks function's actions run as the signed-in user (as vm-api's do), and the read
+-- models' policies ask whether that user is an owner or admin.
+grant execute on function
+  private.is_organization_admin(uuid),
+  private.webhook_create(uuid, text, text[], text, bytea),
+  private.webhook_update(uuid, jsonb),
+  private.webhook_rotate_secret(uuid, bytea, interval),
+  private.webhook_delete(uuid),
+  private.webhook_replay(uuid, timestamptz),
+  private.webhook_test(uuid)
+to authenticated;
+
+/**
+ * Drops the partitions of `p_parent` whose whole range is older than `p_retention`, and deletes
+ * the rows that old from its DEFAULT partition. The time column is the table's partition key
+ * (created_at for the telemetry, occurred_at for the events).
+ */
+create or replace function private.drop_expired_partitions(p_parent regclass, p_retention interval)
+returns integer
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_partition record;
+  v_dropped integer := 0;
+  v_column text := (regexp_match(pg_catalog.pg_get_partkeydef(p_parent), '^RANGE \((\w+)\)$'))[1];
+begin
+  for v_partition in
+    select c.oid::regclass as name, c.relpartbound,
+           (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]
+             as upper_bound
+    from pg_catalog.pg_inherits i
+    join pg_catalog.pg_class c on c.oid = i.inhrelid
+    where i.inhparent = p_parent
+  loop
+    if v_partition.upper_bound is null then
+      execute format('delete from %s where %I < %L', v_partition.name, v_column,
+        now() - p_retention);
+    elsif v_partition.upper_bound::timestamptz <= now() - p_retention then
+      execute format('drop table %s', v_partition.name);
+      v_dropped := v_dropped + 1;
+    end if;
+  end loop;
+  return v_dropped;
+end;
+$$;
