@@ -395,3 +395,49 @@ Deno.test("private targets are refused unless WEBHOOK_ALLOW_PRIVATE_URLS", async
     assert.equal(receiver.deliveries.length + receiver.unverified, 0, "nothing reached it");
   });
 });
+
+Deno.test("through `deno task start`: a new project's events reach the receiver promptly", async () => {
+  const { createTestDatabase } = await import("../helpers/database.ts");
+  const { startServer } = await import("../helpers/server.ts");
+  await using db = await createTestDatabase();
+  await using server = await startServer(db.url, {
+    LOCAL_VM_BOOT_MS: "300",
+    LOCAL_AGENT_CYCLE_MS: "300",
+    // The reconciler moves the project on (and delivers too); the reporter's and vm-api's own
+    // sends go right after their requests. Either way, within seconds.
+    RECONCILE_INTERVAL_MS: "200",
+  });
+  const owner = await createUser(db.sql);
+  const org = await organization(db.sql, { [owner]: "owner" });
+  await using receiver = startReceiver();
+  const created = ok<{ secret: string }>(
+    await vmApi(server, "webhooks").call(owner, {
+      action: "create",
+      organization_id: org,
+      url: receiver.url,
+      event_types: ["project.created", "project.status_changed", "project.health_changed"],
+    }),
+  );
+  receiver.secrets = [created.secret];
+  const { project_id } = ok<{ project_id: string }>(
+    await vmApi(server).create(owner, org, { name: "Live" }),
+  );
+  const healthy = await eventually(
+    async () =>
+      await receiver.deliveries.find((d) =>
+        d.type === "project.health_changed" && d.data.project_id === project_id &&
+        d.data.health === "healthy"
+      ),
+    { timeoutMs: 20_000 },
+  );
+  assert.equal(healthy.data.previous_health, "initializing");
+  const types = receiver.deliveries.map((d) => d.type);
+  assert.ok(types.includes("project.created"));
+  assert.ok(
+    receiver.deliveries.some((d) =>
+      d.type === "project.status_changed" && d.data.status === "active"
+    ),
+  );
+  assert.equal(receiver.unverified, 0);
+  assert.ok(!server.output().includes(created.secret), "the secret in the server's log");
+});
