@@ -23,7 +23,10 @@
  * grows, and times the dashboard's views for one project on them.
  */
 import postgres from "postgres";
+import { Buffer } from "node:buffer";
+import { loadConfig } from "../supabase/functions/_shared/config.ts";
 import { newReporterToken } from "../supabase/functions/_shared/reporter_token.ts";
+import { encryptSecret, newWebhookSecret } from "../supabase/functions/_shared/webhooks/secret.ts";
 import { type SeededProject, seedFleet } from "./lib/fleet_seed.ts";
 import { cpuMicros, postmasterPid } from "./lib/process_cpu.ts";
 import { spawnService } from "./lib/spawn_service.ts";
@@ -38,6 +41,8 @@ const PRELOAD_ROWS = Number(Deno.env.get("BENCH_PRELOAD_ROWS") ?? 0);
 const TOP_STATEMENTS = Number(Deno.env.get("BENCH_TOP_STATEMENTS") ?? 0);
 const MAX_REQUESTS_PER_SCENARIO = 200_000;
 const say = (line: string) => console.error(`[bench] ${line}`);
+/** vm-reconciler's secret, for the one run the webhook delivery bench calls. */
+const RECONCILER_SECRET = crypto.randomUUID() + crypto.randomUUID();
 
 interface BenchProject extends SeededProject {
   token: string;
@@ -63,12 +68,65 @@ try {
     VM_REPORTER_UNAUTHENTICATED_LIMIT: "1000000000",
     // The bench measures requests; the reconciler's background runs would blur the database time.
     RECONCILE_INTERVAL_MS: "3600000",
+    RECONCILER_SECRET,
   });
   await runScenarios(floor, service, projects);
+  await benchWebhookDelivery(service);
   if (PRELOAD_ROWS > 0) await timeDashboardViews(user, projects[0]!.id);
 } finally {
   await sql.end();
   await database.stop();
+}
+
+/**
+ * Deliveries per second one reconciler run sustains: WEBHOOK_ENDPOINTS organizations with an
+ * endpoint each on a local receiver (answering 204 at once), events queued for them, then one
+ * call of the vm-reconciler function, timed, its report read. One run sends at most five batches
+ * of 100, 8 at a time and 2 at a time to one endpoint.
+ */
+async function benchWebhookDelivery(service: Server) {
+  const endpoints = 25;
+  const eventsEach = 20;
+  let received = 0;
+  await using receiver = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (r) => {
+      await r.arrayBuffer();
+      received++;
+      return new Response(null, { status: 204 });
+    },
+  );
+  const key = loadConfig({ DATABASE_URL: database.url }).webhooks.secretKey!;
+  const sealed = await encryptSecret(key, newWebhookSecret());
+  for (let i = 0; i < endpoints; i++) {
+    const [{ id: org }] = await sql<[{ id: string }]>`
+      insert into public.organizations (name) values ('webhook bench') returning id`;
+    const [{ id }] = await sql<[{ id: string }]>`
+      insert into public.webhook_endpoints (organization_id, url)
+      values (${org}, ${`http://127.0.0.1:${receiver.addr.port}/hook`}) returning id`;
+    await sql`insert into private.webhook_secrets (endpoint_id, secret_ciphertext)
+      values (${id}, ${Buffer.from(sealed)})`;
+    await sql`select private.record_event('agents.silent', ${org}, null, '{}')
+      from generate_series(1, ${eventsEach})`;
+  }
+  const started = performance.now();
+  const answer = await fetch(`${service.origin}/functions/v1/vm-reconciler`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${RECONCILER_SECRET}` },
+  });
+  const { data } = await answer.json() as {
+    data: { webhooks: { sent: number; succeeded: number } };
+  };
+  const seconds = (performance.now() - started) / 1000;
+  console.log(
+    `\n| webhook delivery: one reconciler run | deliveries | succeeded | received | run s | deliveries/s |`,
+  );
+  console.log(`|---|---:|---:|---:|---:|---:|`);
+  console.log(
+    `| ${endpoints} endpoints × ${eventsEach} events, local receiver | ${data.webhooks.sent} | ` +
+      `${data.webhooks.succeeded} | ${received} | ${seconds.toFixed(2)} | ` +
+      `${(data.webhooks.sent / seconds).toFixed(0)} |`,
+  );
 }
 
 async function seed(): Promise<{ user: string; projects: BenchProject[] }> {
