@@ -55,7 +55,6 @@ comment on table public.events is
 create table private.events_default partition of public.events default;
 
 create index events_organization_idx on public.events (organization_id, id);
-create index events_project_idx on public.events (project_id, id) where project_id is not null;
 
 alter table public.events enable row level security;
 
@@ -194,70 +193,92 @@ create trigger project_activity_events
   when (new.action = 'vm_stuck' or new.action like 'vm\_%\_failed')
   execute function private.activity_events();
 
-/** approval.requested (once per request_id: a repeated request inserts nothing), decided, expired. */
-create or replace function private.approval_events()
+/**
+ * approval.requested (once per request_id: a repeated request inserts nothing), decided and
+ * expired. Statement-level, over the statement's rows at once: the reporter stores approvals in
+ * batches, and one event per row through a function call each cost several times the insert.
+ */
+create or replace function private.approvals_requested_events()
 returns trigger
 language plpgsql
 security definer
 set search_path = ''
 as $$
-declare
-  v_organization_id uuid;
 begin
-  select organization_id into v_organization_id from public.projects where id = new.project_id;
-  if tg_op = 'INSERT' then
-    perform private.record_event('approval.requested', v_organization_id, new.project_id,
-      jsonb_build_object(
-        'approval_id', new.id, 'agent', new.agent, 'action', new.action,
-        'description', new.description, 'risk', new.risk,
-        'expires_at', private.iso8601(new.expires_at)
-      ));
-  elsif new.status = 'expired' then
-    perform private.record_event('approval.expired', v_organization_id, new.project_id,
-      jsonb_build_object('approval_id', new.id));
-  else
-    perform private.record_event('approval.decided', v_organization_id, new.project_id,
-      jsonb_build_object('approval_id', new.id, 'decision', new.status,
-                         'decided_by', new.decided_by));
-  end if;
+  insert into public.events (type, organization_id, project_id, data)
+  select 'approval.requested', p.organization_id, a.project_id,
+    jsonb_build_object(
+      'organization_id', p.organization_id, 'project_id', a.project_id,
+      'approval_id', a.id, 'agent', a.agent, 'action', a.action,
+      'description', a.description, 'risk', a.risk, 'expires_at', private.iso8601(a.expires_at)
+    )
+  from requested a
+  join public.projects p on p.id = a.project_id
+  order by a.created_at, a.id;
+  return null;
+end;
+$$;
+
+create or replace function private.approvals_decided_events()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  insert into public.events (type, organization_id, project_id, data)
+  select
+    case a.status when 'expired' then 'approval.expired' else 'approval.decided' end,
+    p.organization_id, a.project_id,
+    jsonb_build_object('organization_id', p.organization_id, 'project_id', a.project_id,
+                       'approval_id', a.id)
+      || case when a.status = 'expired' then '{}'::jsonb
+         else jsonb_build_object('decision', a.status, 'decided_by', a.decided_by) end
+  from after_update a
+  join before_update b on b.id = a.id
+  join public.projects p on p.id = a.project_id
+  where b.status = 'pending' and a.status <> 'pending'
+  order by a.decided_at, a.id;
   return null;
 end;
 $$;
 
 create trigger approvals_requested_events
   after insert on public.approvals
-  for each row execute function private.approval_events();
+  referencing new table as requested
+  for each statement execute function private.approvals_requested_events();
 
+-- Transition tables allow no column list: every update statement runs it; it keeps the rows whose
+-- status left pending.
 create trigger approvals_decided_events
-  after update of status on public.approvals
-  for each row
-  when (old.status = 'pending' and new.status <> 'pending')
-  execute function private.approval_events();
+  after update on public.approvals
+  referencing old table as before_update new table as after_update
+  for each statement execute function private.approvals_decided_events();
 
-/** message.created: an agent's chat message (never the user's own). */
+/** message.created: the agents' messages (never the user's own), a statement's at once. */
 create or replace function private.message_events()
 returns trigger
 language plpgsql
 security definer
 set search_path = ''
 as $$
-declare
-  v_organization_id uuid;
 begin
-  select organization_id into v_organization_id from public.projects where id = new.project_id;
-  if v_organization_id is not null then
-    perform private.record_event('message.created', v_organization_id, new.project_id,
-      jsonb_build_object('message_id', new.id, 'agent', new.agent, 'content', new.content));
-  end if;
+  insert into public.events (type, organization_id, project_id, data)
+  select 'message.created', p.organization_id, m.project_id,
+    jsonb_build_object('organization_id', p.organization_id, 'project_id', m.project_id,
+                       'message_id', m.id, 'agent', m.agent, 'content', m.content)
+  from stored m
+  join public.projects p on p.id = m.project_id
+  where m.direction = 'from_agent'
+  order by m.created_at, m.id;
   return null;
 end;
 $$;
 
 create trigger agent_messages_created_events
   after insert on public.agent_messages
-  for each row
-  when (new.direction = 'from_agent')
-  execute function private.message_events();
+  referencing new table as stored
+  for each statement execute function private.message_events();
 
 /**
  * agents.silent: once per episode, a running project whose agents have all been without activity
@@ -611,8 +632,11 @@ revoke all on public.webhook_deliveries from anon, authenticated;
 grant select on public.webhook_deliveries to authenticated;
 grant select, insert, update, delete on public.webhook_deliveries to service_role;
 
-/** Each event (but a test) becomes a delivery for every enabled endpoint of its organization that takes it. */
-create or replace function private.fan_out_event()
+/**
+ * Each event (but a test) becomes a delivery for every enabled endpoint of its organization that
+ * takes it: a statement's events at once, in the transaction that recorded them.
+ */
+create or replace function private.fan_out_events()
 returns trigger
 language plpgsql
 security definer
@@ -620,20 +644,20 @@ set search_path = ''
 as $$
 begin
   insert into public.webhook_deliveries (endpoint_id, event_id, event_occurred_at, event_type)
-  select w.id, new.id, new.occurred_at, new.type
-  from public.webhook_endpoints w
-  where w.organization_id = new.organization_id
+  select w.id, e.id, e.occurred_at, e.type
+  from recorded e
+  join public.webhook_endpoints w on w.organization_id = e.organization_id
+  where e.type <> 'webhook.test'
     and w.enabled
-    and (w.event_types is null or new.type = any (w.event_types));
+    and (w.event_types is null or e.type = any (w.event_types));
   return null;
 end;
 $$;
 
 create trigger events_fan_out
   after insert on public.events
-  for each row
-  when (new.type <> 'webhook.test')
-  execute function private.fan_out_event();
+  referencing new table as recorded
+  for each statement execute function private.fan_out_events();
 
 /**
  * Claims up to `p_limit` due deliveries of enabled endpoints, at most `p_per_endpoint` of any one
@@ -814,9 +838,10 @@ revoke all on function
   private.record_event(text, uuid, uuid, jsonb),
   private.project_events(),
   private.activity_events(),
-  private.approval_events(),
+  private.approvals_requested_events(),
+  private.approvals_decided_events(),
   private.message_events(),
-  private.fan_out_event(),
+  private.fan_out_events(),
   private.record_silent_projects(interval),
   private.is_organization_admin(uuid),
   private.require_webhook_admin(uuid),
