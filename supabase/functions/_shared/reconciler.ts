@@ -131,14 +131,7 @@ export async function reconcileOnce(
 }
 
 async function deliverRun(deps: OperationDeps): Promise<DeliveryReport> {
-  const total: DeliveryReport = {
-    sent: 0,
-    succeeded: 0,
-    retrying: 0,
-    failed: 0,
-    disabled: 0,
-    superseded: 0,
-  };
+  const total = noDeliveries();
   for (let batch = 0; batch < DELIVERY_BATCHES_PER_RUN; batch++) {
     const report = await deliverDue(deps);
     for (const key of Object.keys(total) as (keyof DeliveryReport)[]) total[key] += report[key];

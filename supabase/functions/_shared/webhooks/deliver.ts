@@ -48,6 +48,10 @@ export interface DeliveryReport {
 
 type Outcome = Exclude<keyof DeliveryReport, "sent">;
 
+export function noDeliveries(): DeliveryReport {
+  return { sent: 0, succeeded: 0, retrying: 0, failed: 0, disabled: 0, superseded: 0 };
+}
+
 interface Claimed {
   delivery_id: string;
   endpoint_id: string;
@@ -64,14 +68,7 @@ export async function deliverDue(
   deps: WebhookDeps,
   limits: DeliveryLimits = DELIVERY_LIMITS,
 ): Promise<DeliveryReport> {
-  const report: DeliveryReport = {
-    sent: 0,
-    succeeded: 0,
-    retrying: 0,
-    failed: 0,
-    disabled: 0,
-    superseded: 0,
-  };
+  const report = noDeliveries();
   const { webhooks } = deps.config;
   const key = webhooks.secretKey;
   if (!key) return report;
