@@ -15,7 +15,12 @@ import { withDeadline } from "./deadline.ts";
 import { runLimited } from "./limited.ts";
 import { describeError } from "./log.ts";
 import { type ClaimedOperation, dispatchOperation, type OperationDeps } from "./operations.ts";
-import { deliverDue, DELIVERY_LIMITS, type DeliveryReport } from "./webhooks/deliver.ts";
+import {
+  deliverDue,
+  DELIVERY_LIMITS,
+  type DeliveryReport,
+  noDeliveries,
+} from "./webhooks/deliver.ts";
 
 export interface ReconcileReport {
   dispatched: number;
