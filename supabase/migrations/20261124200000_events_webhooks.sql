@@ -8,6 +8,12 @@
  * out, in the same transaction, to a delivery per matching endpoint of its organization; the
  * functions send deliveries after commit (right after the request, and on every reconciler run),
  * claimed with SKIP LOCKED and a lease so two senders never send the same attempt.
+ *
+ * Every event's `data` carries `organization_id`, and `project_id` when it is about a project
+ * (contract §8): each writer below builds it so. The triggers insert their events themselves, in
+ * the statement that fires them (a helper function per event cost a function call each, with its
+ * settings switch: a third of a status change's whole cost). A row trigger fires only on the
+ * change it tells of (WHEN); agents' messages, stored in batches, are told of a statement at once.
  */
 
 -- -------------------------------------------------------------------------------------
@@ -77,37 +83,6 @@ grant select, insert, delete on public.events to service_role;
 
 select private.create_time_partitions('public.events', interval '1 day', 0, 3);
 
-/**
- * Records an event; the fan-out trigger below makes its deliveries. The one way events are
- * written, so every event has the shape §8 gives it: `data` carries the organization and the
- * project.
- */
-create or replace function private.record_event(
-  p_type text,
-  p_organization_id uuid,
-  p_project_id uuid,
-  p_data jsonb default '{}'
-) returns uuid
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  v_id uuid;
-begin
-  insert into public.events (type, organization_id, project_id, data)
-  values (
-    p_type, p_organization_id, p_project_id,
-    jsonb_strip_nulls(jsonb_build_object(
-      'organization_id', p_organization_id, 'project_id', p_project_id
-    )) || coalesce(p_data, '{}')
-  )
-  returning id into v_id;
-  return v_id;
-end;
-$$;
-
 -- -------------------------------------------------------------------------------------
 -- What writes events: triggers on the rows whose changes they tell of
 -- -------------------------------------------------------------------------------------
@@ -120,26 +95,29 @@ $$;
 create or replace function private.project_events()
 returns trigger
 language plpgsql
-security definer
 set search_path = ''
 as $$
 begin
   if tg_op = 'INSERT' then
-    perform private.record_event('project.created', new.organization_id, new.id,
-      jsonb_build_object('name', new.name, 'region', new.region, 'vm_size', new.vm_size,
-                         'status', new.status));
+    insert into public.events (type, organization_id, project_id, data)
+    values ('project.created', new.organization_id, new.id, jsonb_build_object(
+      'organization_id', new.organization_id, 'project_id', new.id, 'name', new.name,
+      'region', new.region, 'vm_size', new.vm_size, 'status', new.status));
   elsif tg_op = 'DELETE' then
-    perform private.record_event('project.deleted', old.organization_id, old.id,
-      jsonb_build_object('name', old.name));
+    insert into public.events (type, organization_id, project_id, data)
+    values ('project.deleted', old.organization_id, old.id, jsonb_build_object(
+      'organization_id', old.organization_id, 'project_id', old.id, 'name', old.name));
   else
-    if old.status is distinct from new.status then
-      perform private.record_event('project.status_changed', new.organization_id, new.id,
-        jsonb_build_object('previous_status', old.status, 'status', new.status));
-    end if;
-    if old.health_status is distinct from new.health_status then
-      perform private.record_event('project.health_changed', new.organization_id, new.id,
-        jsonb_build_object('previous_health', old.health_status, 'health', new.health_status));
-    end if;
+    insert into public.events (type, organization_id, project_id, data)
+    select c.type, new.organization_id, new.id,
+      jsonb_build_object('organization_id', new.organization_id, 'project_id', new.id) || c.data
+    from (values
+      ('project.status_changed', old.status is distinct from new.status,
+       jsonb_build_object('previous_status', old.status, 'status', new.status)),
+      ('project.health_changed', old.health_status is distinct from new.health_status,
+       jsonb_build_object('previous_health', old.health_status, 'health', new.health_status))
+    ) as c (type, changed, data)
+    where c.changed;
   end if;
   return null;
 end;
@@ -163,26 +141,22 @@ create trigger projects_changed_events
 create or replace function private.activity_events()
 returns trigger
 language plpgsql
-security definer
 set search_path = ''
 as $$
-declare
-  v_organization_id uuid;
 begin
-  select organization_id into v_organization_id from public.projects where id = new.project_id;
-  if v_organization_id is null then
-    return null;
-  end if;
-  if new.action = 'vm_stuck' then
-    perform private.record_event('project.stuck', v_organization_id, new.project_id,
-      jsonb_build_object('status', new.details ->> 'status', 'since', new.details ->> 'since'));
-  else
-    perform private.record_event('project.operation_failed', v_organization_id, new.project_id,
-      jsonb_build_object(
-        'operation', substring(new.action from '^vm_(.*)_failed$'),
-        'error', new.details ->> 'error'
-      ));
-  end if;
+  insert into public.events (type, organization_id, project_id, data)
+  select
+    case when new.action = 'vm_stuck' then 'project.stuck' else 'project.operation_failed' end,
+    p.organization_id, p.id,
+    jsonb_build_object('organization_id', p.organization_id, 'project_id', p.id)
+      || case when new.action = 'vm_stuck'
+        then jsonb_build_object('status', new.details ->> 'status',
+                                'since', new.details ->> 'since')
+        else jsonb_build_object('operation', substring(new.action from '^vm_(.*)_failed$'),
+                                'error', new.details ->> 'error')
+      end
+  from public.projects p
+  where p.id = new.project_id;
   return null;
 end;
 $$;
@@ -195,71 +169,51 @@ create trigger project_activity_events
 
 /**
  * approval.requested (once per request_id: a repeated request inserts nothing), decided and
- * expired. Statement-level, over the statement's rows at once: the reporter stores approvals in
- * batches, and one event per row through a function call each cost several times the insert.
+ * expired (only the update that takes it out of pending fires).
  */
-create or replace function private.approvals_requested_events()
+create or replace function private.approval_events()
 returns trigger
 language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-  insert into public.events (type, organization_id, project_id, data)
-  select 'approval.requested', p.organization_id, a.project_id,
-    jsonb_build_object(
-      'organization_id', p.organization_id, 'project_id', a.project_id,
-      'approval_id', a.id, 'agent', a.agent, 'action', a.action,
-      'description', a.description, 'risk', a.risk, 'expires_at', private.iso8601(a.expires_at)
-    )
-  from requested a
-  join public.projects p on p.id = a.project_id
-  order by a.created_at, a.id;
-  return null;
-end;
-$$;
-
-create or replace function private.approvals_decided_events()
-returns trigger
-language plpgsql
-security definer
 set search_path = ''
 as $$
 begin
   insert into public.events (type, organization_id, project_id, data)
   select
-    case a.status when 'expired' then 'approval.expired' else 'approval.decided' end,
-    p.organization_id, a.project_id,
-    jsonb_build_object('organization_id', p.organization_id, 'project_id', a.project_id,
-                       'approval_id', a.id)
-      || case when a.status = 'expired' then '{}'::jsonb
-         else jsonb_build_object('decision', a.status, 'decided_by', a.decided_by) end
-  from after_update a
-  join before_update b on b.id = a.id
-  join public.projects p on p.id = a.project_id
-  where b.status = 'pending' and a.status <> 'pending'
-  order by a.decided_at, a.id;
+    case
+      when tg_op = 'INSERT' then 'approval.requested'
+      when new.status = 'expired' then 'approval.expired'
+      else 'approval.decided'
+    end,
+    p.organization_id, p.id,
+    jsonb_build_object('organization_id', p.organization_id, 'project_id', p.id,
+                       'approval_id', new.id)
+      || case
+        when tg_op = 'INSERT' then jsonb_build_object(
+          'agent', new.agent, 'action', new.action, 'description', new.description,
+          'risk', new.risk, 'expires_at', private.iso8601(new.expires_at))
+        when new.status = 'expired' then '{}'::jsonb
+        else jsonb_build_object('decision', new.status, 'decided_by', new.decided_by)
+      end
+  from public.projects p
+  where p.id = new.project_id;
   return null;
 end;
 $$;
 
 create trigger approvals_requested_events
   after insert on public.approvals
-  referencing new table as requested
-  for each statement execute function private.approvals_requested_events();
+  for each row execute function private.approval_events();
 
--- Transition tables allow no column list: every update statement runs it; it keeps the rows whose
--- status left pending.
 create trigger approvals_decided_events
-  after update on public.approvals
-  referencing old table as before_update new table as after_update
-  for each statement execute function private.approvals_decided_events();
+  after update of status on public.approvals
+  for each row
+  when (old.status = 'pending' and new.status <> 'pending')
+  execute function private.approval_events();
 
 /** message.created: the agents' messages (never the user's own), a statement's at once. */
 create or replace function private.message_events()
 returns trigger
 language plpgsql
-security definer
 set search_path = ''
 as $$
 begin
@@ -315,11 +269,16 @@ begin
     on conflict (project_id) do update set silent_since = excluded.silent_since
       where s.silent_since is distinct from excluded.silent_since
     returning s.project_id, s.silent_since
+  ),
+  recorded as (
+    insert into public.events (type, organization_id, project_id, data)
+    select 'agents.silent', q.organization_id, q.id,
+      jsonb_build_object('organization_id', q.organization_id, 'project_id', q.id,
+                         'silent_since', private.iso8601(e.silent_since))
+    from episode e join quiet q on q.id = e.project_id
+    returning 1
   )
-  select count(private.record_event('agents.silent', q.organization_id, q.id,
-           jsonb_build_object('silent_since', private.iso8601(e.silent_since))))
-    into v_count
-  from episode e join quiet q on q.id = e.project_id;
+  select count(*) into v_count from recorded;
   return v_count;
 end;
 $$;
@@ -634,35 +593,35 @@ grant select, insert, update, delete on public.webhook_deliveries to service_rol
 
 /**
  * Each event (but a test) becomes a delivery for every enabled endpoint of its organization that
- * takes it: a statement's events at once, in the transaction that recorded them.
+ * takes it, in the transaction that recorded it.
  */
-create or replace function private.fan_out_events()
+create or replace function private.fan_out_event()
 returns trigger
 language plpgsql
-security definer
 set search_path = ''
 as $$
 begin
   insert into public.webhook_deliveries (endpoint_id, event_id, event_occurred_at, event_type)
-  select w.id, e.id, e.occurred_at, e.type
-  from recorded e
-  join public.webhook_endpoints w on w.organization_id = e.organization_id
-  where e.type <> 'webhook.test'
+  select w.id, new.id, new.occurred_at, new.type
+  from public.webhook_endpoints w
+  where w.organization_id = new.organization_id
     and w.enabled
-    and (w.event_types is null or e.type = any (w.event_types));
+    and (w.event_types is null or new.type = any (w.event_types));
   return null;
 end;
 $$;
 
 create trigger events_fan_out
   after insert on public.events
-  referencing new table as recorded
-  for each statement execute function private.fan_out_events();
+  for each row
+  when (new.type <> 'webhook.test')
+  execute function private.fan_out_event();
 
 /**
  * Claims up to `p_limit` due deliveries of enabled endpoints, at most `p_per_endpoint` of any one
- * endpoint, oldest due first: each is leased for `p_lease_seconds` and its attempt counted, so a
- * concurrent sender skips it (SKIP LOCKED now, the lease after commit). Answers what sending
+ * endpoint (the endpoints' first due ones before anyone's second), oldest due first: each is
+ * leased for `p_lease_seconds` and its attempt counted, so a concurrent sender skips it (SKIP
+ * LOCKED now, the lease after commit). Answers what sending
  * needs: the endpoint, its secrets (ciphertext), the event.
  */
 create or replace function private.claim_webhook_deliveries(
@@ -687,24 +646,33 @@ set search_path = ''
 as $$
 begin
   return query
-  with candidates as (
-    select d.id, d.endpoint_id, d.next_attempt_at
-    from public.webhook_deliveries d
-    where d.status = 'pending'
-      and d.next_attempt_at <= now()
-      and (d.lease_expires_at is null or d.lease_expires_at <= now())
-    order by d.next_attempt_at
-    limit p_limit * 4
-    for update of d skip locked
+  with due as (
+    -- The oldest due deliveries of enabled endpoints, read without locks (a backlog of one
+    -- endpoint must not hide the others): at most p_per_endpoint of any endpoint.
+    select r.id from (
+      select c.id,
+        row_number() over (partition by c.endpoint_id order by c.next_attempt_at) as n
+      from (
+        select d.id, d.endpoint_id, d.next_attempt_at
+        from public.webhook_deliveries d
+        where d.status = 'pending'
+          and d.next_attempt_at <= now()
+          and (d.lease_expires_at is null or d.lease_expires_at <= now())
+        order by d.next_attempt_at
+        limit 5000
+      ) c
+      join public.webhook_endpoints w on w.id = c.endpoint_id and w.enabled
+    ) r
+    where r.n <= p_per_endpoint
+    order by r.n
+    limit p_limit
   ),
   chosen as (
-    select c.id from (
-      select c.id, row_number() over (partition by c.endpoint_id order by c.next_attempt_at) as n
-      from candidates c
-      join public.webhook_endpoints w on w.id = c.endpoint_id and w.enabled
-    ) c
-    where c.n <= p_per_endpoint
-    limit p_limit
+    -- Locked now; what another sender holds is skipped, and its lease keeps it skipped after.
+    select d.id from public.webhook_deliveries d
+    where d.id in (select id from due)
+      and (d.lease_expires_at is null or d.lease_expires_at <= now())
+    for update skip locked
   ),
   claimed as (
     update public.webhook_deliveries d
@@ -835,13 +803,11 @@ $$;
 
 revoke all on function
   private.uuid_v7(timestamptz),
-  private.record_event(text, uuid, uuid, jsonb),
   private.project_events(),
   private.activity_events(),
-  private.approvals_requested_events(),
-  private.approvals_decided_events(),
+  private.approval_events(),
   private.message_events(),
-  private.fan_out_events(),
+  private.fan_out_event(),
   private.record_silent_projects(interval),
   private.is_organization_admin(uuid),
   private.require_webhook_admin(uuid),
@@ -860,7 +826,6 @@ from public;
 -- The platform: the reconciler's steps and the senders.
 grant execute on function
   private.uuid_v7(timestamptz),
-  private.record_event(text, uuid, uuid, jsonb),
   private.record_silent_projects(interval),
   private.claim_webhook_deliveries(integer, integer, integer),
   private.record_webhook_attempt(uuid, integer, integer, text, integer, integer[], integer),

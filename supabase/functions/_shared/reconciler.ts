@@ -15,12 +15,7 @@ import { withDeadline } from "./deadline.ts";
 import { runLimited } from "./limited.ts";
 import { describeError } from "./log.ts";
 import { type ClaimedOperation, dispatchOperation, type OperationDeps } from "./operations.ts";
-import {
-  deliverDue,
-  DELIVERY_LIMITS,
-  type DeliveryReport,
-  noDeliveries,
-} from "./webhooks/deliver.ts";
+import { deliverDue, type DeliveryReport, noDeliveries } from "./webhooks/deliver.ts";
 
 export interface ReconcileReport {
   dispatched: number;
@@ -140,7 +135,7 @@ async function deliverRun(deps: OperationDeps): Promise<DeliveryReport> {
   for (let batch = 0; batch < DELIVERY_BATCHES_PER_RUN; batch++) {
     const report = await deliverDue(deps);
     for (const key of Object.keys(total) as (keyof DeliveryReport)[]) total[key] += report[key];
-    if (report.sent < DELIVERY_LIMITS.batch) break;
+    if (report.sent === 0) break;
   }
   return total;
 }

@@ -34,7 +34,7 @@ export interface DeliveryLimits {
   perEndpoint: number;
 }
 
-export const DELIVERY_LIMITS: DeliveryLimits = { batch: 100, concurrency: 8, perEndpoint: 2 };
+export const DELIVERY_LIMITS: DeliveryLimits = { batch: 100, concurrency: 8, perEndpoint: 4 };
 
 export interface DeliveryReport {
   sent: number;
@@ -170,8 +170,8 @@ export function createWebhookSender(
         again = false;
         lastStart = Date.now();
         const report = await deliverDue(deps);
-        // A full batch may have left more behind.
-        again ||= report.sent === DELIVERY_LIMITS.batch;
+        // What it sent may have left more behind (a batch takes a few of each endpoint).
+        again ||= report.sent > 0;
       } while (again);
     } catch (error) {
       deps.log.warn("webhook delivery run failed; the reconciler retries", describeError(error));
