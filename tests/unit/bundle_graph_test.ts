@@ -3,7 +3,12 @@
  * in its module graph, so the CLI's bundler leaves them out of its bundle.
  */
 import assert from "node:assert/strict";
-import { graphSize } from "../../scripts/bundle_size.ts";
+import {
+  deployVerdict,
+  graphSize,
+  LOCAL_BUNDLING_LIMIT,
+  SERVER_SIDE_BUNDLING_LIMIT,
+} from "../../scripts/bundle_size.ts";
 
 const entry = (name: string) =>
   new URL(`../../supabase/functions/${name}/index.ts`, import.meta.url).pathname;
@@ -20,4 +25,23 @@ Deno.test("the graph measure counts the npm packages a function reaches, through
   // Reached only through @azure/identity, never imported directly.
   assert.ok(size.packages.some((p) => p.startsWith("@azure/msal-node@")));
   assert.ok(!size.packages.some((p) => p.startsWith("@supabase/supabase-js@")), "lockfile only");
+});
+
+Deno.test("the webhooks function, like vm-reporter, carries no Azure SDK", async () => {
+  const size = await graphSize(entry("webhooks"));
+  assert.deepEqual(size.packages.filter((p) => /azure|msal/.test(p)), []);
+});
+
+Deno.test("the limits apply to the compressed upload, not to what it unpacks to", async () => {
+  const size = await graphSize(entry("vm-api"));
+  // Unpacked, the Azure SDKs alone are far over 20 MB; the upload is what the limit measures.
+  assert.ok(size.localBytes + size.npmBytes > LOCAL_BUNDLING_LIMIT);
+  assert.ok(size.uploadBytes < (size.localBytes + size.npmBytes) / 4, "brotli over the eszip");
+  assert.deepEqual(deployVerdict(size.uploadBytes).local, true);
+  assert.deepEqual(deployVerdict(LOCAL_BUNDLING_LIMIT + 1), { local: false, serverSide: false });
+  assert.deepEqual(deployVerdict(SERVER_SIDE_BUNDLING_LIMIT + 1), {
+    local: true,
+    serverSide: false,
+  });
+  assert.deepEqual(deployVerdict(SERVER_SIDE_BUNDLING_LIMIT), { local: true, serverSide: true });
 });
