@@ -31,6 +31,20 @@ export async function listMigrations(): Promise<Migration[]> {
   return migrations.sort((a, b) => a.version.localeCompare(b.version));
 }
 
+/** The Supabase base objects (roles, the auth schema) where they are missing: hosted has them all. */
+export async function applyBaseObjects(
+  sql: postgres.Sql,
+  log: (line: string) => void = () => {},
+): Promise<void> {
+  const [{ has_base }] = await sql<[{ has_base: boolean }]>`
+    select to_regclass('auth.users') is not null
+       and exists (select 1 from pg_roles where rolname = 'authenticator')
+       and to_regnamespace('graphql_public') is not null as has_base`;
+  if (has_base) return;
+  log("creating the Supabase base objects (roles, auth schema)");
+  await sql.unsafe(await Deno.readTextFile(baseFile));
+}
+
 /** Applies what is missing and returns the versions applied by this call. */
 export async function migrate(
   databaseUrl: string,
@@ -39,15 +53,7 @@ export async function migrate(
   const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
   try {
     await sql`select pg_advisory_lock(${MIGRATION_LOCK})`;
-    // Hosted Supabase has all of these; a local database made before one was added gets it now.
-    const [{ has_base }] = await sql<[{ has_base: boolean }]>`
-      select to_regclass('auth.users') is not null
-         and exists (select 1 from pg_roles where rolname = 'authenticator')
-         and to_regnamespace('graphql_public') is not null as has_base`;
-    if (!has_base) {
-      log("creating the Supabase base objects (roles, auth schema)");
-      await sql.unsafe(await Deno.readTextFile(baseFile));
-    }
+    await applyBaseObjects(sql, log);
     await sql.unsafe(`
       create schema if not exists supabase_migrations;
       create table if not exists supabase_migrations.schema_migrations (
@@ -57,6 +63,16 @@ export async function migrate(
       (await sql<{ version: string }[]>`select version from supabase_migrations.schema_migrations`)
         .map((row) => row.version),
     );
+    const known = new Set((await listMigrations()).map((migration) => migration.version));
+    const unknown = [...applied].filter((version) => !known.has(version));
+    if (unknown.length > 0) {
+      throw new Error(
+        `This database records migrations this repository no longer has (${unknown.join(", ")}): ` +
+          "it was migrated before the migrations were squashed into one baseline. Reset it " +
+          "(`deno task reset` locally, `supabase db reset --linked` for a hosted project) and " +
+          "migrate again.",
+      );
+    }
     const done: string[] = [];
     for (const migration of await listMigrations()) {
       if (applied.has(migration.version)) continue;

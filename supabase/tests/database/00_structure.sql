@@ -1,6 +1,6 @@
 begin;
 \ir fixtures.psql
-select plan(17);
+select plan(18);
 
 -- The tables the outside world names (contract §2).
 select has_table('public', 'organizations', 'organizations exists');
@@ -93,6 +93,33 @@ select is(
   (select has_table_privilege('authenticated', 'public.project_activity', 'update')),
   false,
   'authenticated cannot change activity directly'
+);
+
+-- Splinter 0001 (unindexed_foreign_keys): deleting a referenced row (a project, an auth user)
+-- must find the referencing rows by index, not by scanning. An index counts when the key's
+-- columns lead it and it covers every referencing row: no predicate, or only "<column> IS NOT
+-- NULL" on a nullable single-column key (null never references anything).
+select is(
+  array(
+    select format('%s (%s)', c.conrelid::regclass, c.conname)
+    from pg_constraint c
+    join pg_namespace n on n.oid = c.connamespace
+    join pg_class r on r.oid = c.conrelid
+    where c.contype = 'f' and n.nspname in ('public', 'private') and not r.relispartition
+      and not exists (
+        select 1 from pg_index i
+        where i.indrelid = c.conrelid
+          and (i.indkey::int2[])[0:cardinality(c.conkey) - 1] @> c.conkey
+          and c.conkey @> (i.indkey::int2[])[0:cardinality(c.conkey) - 1]
+          and (i.indpred is null
+            or (cardinality(c.conkey) = 1
+                and pg_get_expr(i.indpred, i.indrelid) = format('(%I IS NOT NULL)',
+                  (select a.attname from pg_attribute a
+                   where a.attrelid = c.conrelid and a.attnum = c.conkey[1])))))
+    order by 1
+  ),
+  '{}'::text[],
+  'every foreign key has an index its deletes can use (splinter 0001)'
 );
 
 select * from finish();

@@ -45,7 +45,6 @@ begin
 end;
 $$;
 
--- The RPCs below run as their caller.
 grant execute on function private.raise_data_api_error(text, text) to authenticated;
 
 /**
@@ -69,7 +68,7 @@ exception
 end;
 $$;
 
-grant execute on function public.queue_vm_command(uuid, text, jsonb) to authenticated;
+grant execute on function public.queue_vm_command(uuid, text, jsonb) to authenticated, service_role;
 
 /**
  * A chat message from the user to the project's agents. Returns the message's id.
@@ -89,7 +88,7 @@ exception
 end;
 $$;
 
-grant execute on function public.send_agent_message(uuid, text) to authenticated;
+grant execute on function public.send_agent_message(uuid, text) to authenticated, service_role;
 
 /**
  * Approves or rejects a pending approval, once.
@@ -112,7 +111,7 @@ exception
 end;
 $$;
 
-grant execute on function public.decide_approval(uuid, text, text) to authenticated;
+grant execute on function public.decide_approval(uuid, text, text) to authenticated, service_role;
 
 /**
  * Saves a new version of SOUL.md, AGENTS.md or COORDINATION.md. Returns the version.
@@ -132,4 +131,4 @@ exception
 end;
 $$;
 
-grant execute on function public.save_persona_file(uuid, text, text) to authenticated;
+grant execute on function public.save_persona_file(uuid, text, text) to authenticated, service_role;

@@ -1,5 +1,5 @@
 -- =====================================================================================
--- Commands and approvals, by topic: both sides of each.
+-- Commands for VMs and approval requests: both sides of each.
 --
 -- Commands (public.vm_commands) are queued by the dashboard (queue_vm_command,
 -- send_agent_message, and by decide_approval and save_persona_file) and by the platform, then
@@ -9,12 +9,111 @@
 -- project member (or expired), and acknowledged by the VM.
 --
 -- The dashboard side runs as the signed-in user behind the public RPCs of the same names
--- (20261123000200_data_api.sql, which translates their VA codes for the Data API); the VM side
+-- (12_data_api.sql, which translates their VA codes for the Data API); the VM side
 -- are the reporter's route handlers, (project_id uuid, body jsonb, settings jsonb) returns
 -- jsonb, called for an authenticated VM with a body its route's schema validated. Both raise VA
 -- codes only: VA400 bad input, VA403 not a member (or no such row), VA404 not found for the VM's
 -- project, VA409 not possible in the current state.
 -- =====================================================================================
+
+create table public.vm_commands (
+  id uuid primary key default gen_random_uuid(),
+  project_id uuid not null references public.projects (id) on delete cascade,
+  type text not null check (type in (
+    'start_agents', 'stop_agents', 'restart_agents', 'deliver_message', 'update_persona_files',
+    'approval_decision'
+  )),
+  payload jsonb not null default '{}'::jsonb check (jsonb_typeof(payload) = 'object'),
+  -- queued → leased (delivered, lease running) → running → succeeded | failed;
+  -- queued → expired (not delivered in time); leased → failed (out of deliveries).
+  status text not null default 'queued' check (status in (
+    'queued', 'leased', 'running', 'succeeded', 'failed', 'expired'
+  )),
+  attempt integer not null default 0,
+  max_attempts integer not null default 3 check (max_attempts between 1 and 20),
+  created_by uuid references auth.users (id) on delete set null,
+  created_at timestamptz not null default now(),
+  expires_at timestamptz not null default now() + interval '24 hours',
+  lease_expires_at timestamptz,
+  delivered_at timestamptz,
+  completed_at timestamptz,
+  result jsonb check (result is null or jsonb_typeof(result) = 'object'),
+  error text,
+  updated_at timestamptz not null default now()
+);
+
+-- Poll: a project's deliverable commands, oldest first.
+create index vm_commands_deliverable_idx on public.vm_commands (project_id, created_at)
+  where status in ('queued', 'leased', 'running');
+
+-- Sweeps: leases and expiries across projects.
+create index vm_commands_open_expiry_idx on public.vm_commands (expires_at)
+  where status = 'queued';
+
+create index vm_commands_open_lease_idx on public.vm_commands (lease_expires_at)
+  where status in ('leased', 'running');
+
+-- Deleting a project deletes its commands, finished ones too: found by index, not by a scan.
+create index vm_commands_project_id_idx on public.vm_commands (project_id);
+
+-- Deleting a user sets created_by to null: found by index, not by a scan.
+create index vm_commands_created_by_idx on public.vm_commands (created_by)
+  where created_by is not null;
+
+create trigger vm_commands_touch_updated_at
+  before update on public.vm_commands
+  for each row execute function private.touch_updated_at();
+
+alter table public.vm_commands enable row level security;
+
+create table public.approvals (
+  id uuid primary key default gen_random_uuid(),
+  project_id uuid not null references public.projects (id) on delete cascade,
+  -- The VM's idempotency key: a retried request returns the same approval.
+  request_id text not null check (char_length(request_id) between 1 and 200),
+  agent text not null check (char_length(agent) between 1 and 100),
+  action text not null check (char_length(action) between 1 and 200),
+  description text not null check (char_length(description) between 1 and 10000),
+  risk text not null default 'medium' check (risk in ('low', 'medium', 'high')),
+  details jsonb not null default '{}'::jsonb check (jsonb_typeof(details) = 'object'),
+  status text not null default 'pending'
+    check (status in ('pending', 'approved', 'rejected', 'expired')),
+  expires_at timestamptz not null,
+  decided_by uuid references auth.users (id) on delete set null,
+  decided_at timestamptz,
+  decision_comment text check (char_length(decision_comment) <= 5000),
+  outcome text check (outcome in ('executed', 'skipped', 'failed')),
+  outcome_details jsonb check (outcome_details is null or jsonb_typeof(outcome_details) = 'object'),
+  acknowledged_at timestamptz,
+  created_at timestamptz not null default now(),
+  unique (project_id, request_id)
+);
+
+-- Approvals tab and the Needs You count.
+create index approvals_pending_idx on public.approvals (project_id, created_at desc)
+  where status = 'pending';
+
+create index approvals_pending_expiry_idx on public.approvals (expires_at)
+  where status = 'pending';
+
+create index approvals_project_id_created_at_idx on public.approvals (project_id, created_at desc);
+
+-- Deleting a user sets decided_by to null: found by index, not by a scan.
+create index approvals_decided_by_idx on public.approvals (decided_by)
+  where decided_by is not null;
+
+alter table public.approvals enable row level security;
+
+revoke all on public.vm_commands, public.approvals from anon, authenticated;
+grant select on public.vm_commands, public.approvals to authenticated;
+
+create policy "Commands are visible to project members"
+  on public.vm_commands for select to authenticated
+  using (private.is_project_member(project_id));
+
+create policy "Approvals are visible to project members"
+  on public.approvals for select to authenticated
+  using (private.is_project_member(project_id));
 
 /**
  * Queues a command for the project's VM (any type; callers decide which they may queue).
@@ -162,10 +261,6 @@ $$;
 
 grant execute on function private.decide_approval(uuid, text, text) to authenticated;
 
--- Replaced by private.raise_data_api_error at the Data API's edge; decide_approval above was its
--- last caller.
-drop function private.raise_api_error(integer, text, text);
-
 -- -------------------------------------------------------------------------------------
 -- Housekeeping: expiries and spent leases (on every poll for its project, and by the reconciler
 -- across projects)
@@ -270,56 +365,6 @@ as $$
 $$;
 
 grant execute on function private.sweep_reporter_state(integer) to service_role;
-
--- -------------------------------------------------------------------------------------
--- The VM side (reporter route handlers; same signatures, so the routes calling them stand)
--- -------------------------------------------------------------------------------------
-
-/**
- * /commands/poll: leases up to `max` deliverable commands, oldest first: queued ones, and leased
- * ones whose lease ran out (redelivery, attempt counts up), for settings.command_lease_seconds.
- * SKIP LOCKED: concurrent polls get disjoint sets.
- */
-create or replace function private.poll_commands(p_project_id uuid, p_body jsonb, p_settings jsonb)
-returns jsonb
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  v_lease_seconds integer := (p_settings ->> 'command_lease_seconds')::integer;
-  v_commands jsonb;
-begin
-  perform private.expire_approvals(p_project_id, 100);
-  perform private.expire_commands(p_project_id, 100);
-  with due as (
-    select id from public.vm_commands
-    where project_id = p_project_id
-      and (
-        (status = 'queued' and expires_at > now())
-        or (status in ('leased', 'running') and lease_expires_at <= now() and attempt < max_attempts)
-      )
-    order by created_at
-    limit coalesce((p_body ->> 'max')::integer, 10)
-    for update skip locked
-  ), leased as (
-    update public.vm_commands c
-      set status = 'leased', attempt = c.attempt + 1,
-          lease_expires_at = now() + make_interval(secs => v_lease_seconds),
-          delivered_at = coalesce(c.delivered_at, now())
-    from due where c.id = due.id
-    returning c.id, c.type, c.payload, c.created_at, c.expires_at, c.attempt
-  )
-  select coalesce(jsonb_agg(jsonb_build_object(
-    'id', id, 'type', type, 'payload', payload, 'created_at', private.iso8601(created_at),
-    'expires_at', private.iso8601(expires_at), 'attempt', attempt
-  ) order by created_at), '[]'::jsonb)
-  into v_commands
-  from leased;
-  return jsonb_build_object('commands', v_commands);
-end;
-$$;
 
 /**
  * /commands/status: records a command's result. Idempotent: the same terminal status again is
@@ -441,5 +486,62 @@ begin
       where id = v_approval.id;
   end if;
   return jsonb_build_object('approval_id', v_approval.id, 'status', v_approval.status);
+end;
+$$;
+
+/**
+ * /commands/poll: leases the project's deliverable commands. Approvals expire first (their
+ * decision becomes a command this poll delivers), then commands. Most polls find no open command
+ * and no expired approval: two index probes (vm_commands_deliverable_idx, approvals_pending_idx)
+ * decide whether the sweeps and the lease run at all, so an idle poll costs two probes.
+ */
+create or replace function private.poll_commands(p_project_id uuid, p_body jsonb, p_settings jsonb)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_lease_seconds integer := (p_settings ->> 'command_lease_seconds')::integer;
+  v_commands jsonb;
+begin
+  if exists (
+    select 1 from public.approvals
+    where project_id = p_project_id and status = 'pending' and expires_at <= now()
+  ) then
+    perform private.expire_approvals(p_project_id, 100);
+  end if;
+  if not exists (
+    select 1 from public.vm_commands
+    where project_id = p_project_id and status in ('queued', 'leased', 'running')
+  ) then
+    return jsonb_build_object('commands', '[]'::jsonb);
+  end if;
+  perform private.expire_commands(p_project_id, 100);
+  with due as (
+    select id from public.vm_commands
+    where project_id = p_project_id
+      and (
+        (status = 'queued' and expires_at > now())
+        or (status in ('leased', 'running') and lease_expires_at <= now() and attempt < max_attempts)
+      )
+    order by created_at
+    limit coalesce((p_body ->> 'max')::integer, 10)
+    for update skip locked
+  ), leased as (
+    update public.vm_commands c
+      set status = 'leased', attempt = c.attempt + 1,
+          lease_expires_at = now() + make_interval(secs => v_lease_seconds),
+          delivered_at = coalesce(c.delivered_at, now())
+    from due where c.id = due.id
+    returning c.id, c.type, c.payload, c.created_at, c.expires_at, c.attempt
+  )
+  select coalesce(jsonb_agg(jsonb_build_object(
+    'id', id, 'type', type, 'payload', payload, 'created_at', private.iso8601(created_at),
+    'expires_at', private.iso8601(expires_at), 'attempt', attempt
+  ) order by created_at), '[]'::jsonb)
+  into v_commands
+  from leased;
+  return jsonb_build_object('commands', v_commands);
 end;
 $$;

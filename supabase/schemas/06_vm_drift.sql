@@ -1,11 +1,15 @@
 -- =====================================================================================
--- Drift, by topic: the cloud and the database disagree about a VM that is not in transition
--- (a VM started or stopped from the cloud portal, or one that vanished). The reconciler checks
--- a bounded batch of settled projects per run, least recently checked first, records what it
+-- Drift: the cloud and the database disagree about a VM that is not in transition (a VM
+-- started or stopped from the cloud portal, or one that vanished). The reconciler checks a
+-- bounded batch of settled projects per run, least recently checked first, records what it
 -- finds once, and converges: what it must send it queues with
--- private.queue_vm_operation_unless_in_flight (20261123000500_vm_lifecycle.sql). Scheduling the
--- reconciler itself is 20261121001200_reconciler_schedule.sql (pg_cron + pg_net, unchanged).
+-- private.queue_vm_operation_unless_in_flight (05_vm_lifecycle.sql). Scheduling the reconciler
+-- itself is 16_reconciler_schedule.sql.
 -- =====================================================================================
+
+-- The next settled projects to check: never checked first, then least recently checked.
+create index projects_power_checked_idx on public.projects (power_checked_at nulls first)
+  where status in ('active', 'running', 'stopped');
 
 /**
  * Takes the next `p_limit` settled projects to check (none with a compute operation waiting to
@@ -102,6 +106,3 @@ end;
 $$;
 
 grant execute on function private.observe_settled_vm(uuid, text, text) to service_role;
-
--- Nothing calls it any more: drift queues with queue_vm_operation_unless_in_flight.
-drop function private.queue_vm_operation(uuid, text);

@@ -1,15 +1,15 @@
 -- =====================================================================================
--- Hosted, the reconciler runs every minute: pg_cron calls the vm-reconciler function with
--- pg_net, reading its URL and secret from Vault (never from this file). Where pg_cron or
--- pg_net is not available (plain PostgreSQL, local stacks) this migration schedules nothing
--- and still applies: `deno task start` runs the reconciler itself.
+-- The reconciler's schedule. Hosted, it runs every minute: pg_cron calls the vm-reconciler
+-- function with pg_net, reading its URL and secret from Vault (never from this file). Where
+-- pg_cron or pg_net is not available (plain PostgreSQL, local stacks) nothing is scheduled and
+-- the file still applies: `deno task start` runs the reconciler itself.
 --
 -- Once per project, in the SQL editor (see README, "Deploying to hosted Supabase"):
 --   select vault.create_secret('https://<ref>.supabase.co/functions/v1/vm-reconciler', 'vm_reconciler_url');
 --   select vault.create_secret('<the RECONCILER_SECRET of the function>', 'vm_reconciler_secret');
 -- =====================================================================================
 
-do $migration$
+do $schedule$
 begin
   if not exists (select 1 from pg_available_extensions where name = 'pg_cron')
     or not exists (select 1 from pg_available_extensions where name = 'pg_net')
@@ -19,7 +19,9 @@ begin
   end if;
 
   create extension if not exists pg_cron;
-  create extension if not exists pg_net;
+  -- In `extensions`, as Supabase installs it and as the Security Advisor expects; its functions
+  -- live in `net` whatever the extension's schema.
+  create extension if not exists pg_net with schema extensions;
 
   -- Named: scheduling again replaces the job instead of adding a second one. Until both
   -- secrets exist the job sends nothing. Runs may overlap safely (claims use SKIP LOCKED).
@@ -41,4 +43,4 @@ begin
     where s.url is not null and s.secret is not null;
   $job$);
 end
-$migration$;
+$schedule$;

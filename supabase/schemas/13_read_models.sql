@@ -1,32 +1,8 @@
 -- =====================================================================================
--- Read models for the dashboard areas. Every view is security_invoker, so the RLS of the
--- tables underneath applies to whoever reads it: project members see their projects only.
+-- Read models: what each dashboard area reads through the Data API (contract §2), views with
+-- security_invoker so the tables' policies decide what a user sees. Chat, Approvals and
+-- Config read their tables (and public.persona_files, 11_personas.sql) directly.
 -- =====================================================================================
-
-/**
- * Writes a batch of reporter request log rows (vm-reporter buffers them: one insert per batch).
- */
-create or replace function private.log_reporter_requests(p_rows jsonb) returns integer
-language sql
-volatile
-security definer
-set search_path = ''
-as $$
-  with inserted as (
-    insert into public.vm_reporter_request_log
-      (project_id, route, status_code, latency_ms, error_message, created_at)
-    select r.project_id, left(r.route, 200), r.status_code, r.latency_ms,
-           left(r.error_message, 1000), coalesce(r.created_at, now())
-    from jsonb_to_recordset(p_rows) as r (
-      project_id uuid, route text, status_code integer, latency_ms numeric,
-      error_message text, created_at timestamptz
-    )
-    returning 1
-  )
-  select count(*)::integer from inserted;
-$$;
-
-grant execute on function private.log_reporter_requests(jsonb) to service_role;
 
 -- Overview: lifecycle activity and agents' audit events in one feed.
 create view public.project_activity_feed with (security_invoker = true) as
@@ -90,21 +66,6 @@ create view public.cost_by_model with (security_invoker = true) as
   from public.cli_sessions
   group by project_id, model;
 
--- Logs: reporter requests (5xx → error, 4xx → warn) and audit events, one severity scale.
-create view public.project_logs with (security_invoker = true) as
-  select project_id, 'request'::text as source,
-         case when status_code >= 500 then 'error' when status_code >= 400 then 'warn'
-              else 'info' end as severity,
-         route || ' ' || status_code as summary,
-         jsonb_build_object('route', route, 'status_code', status_code,
-           'latency_ms', latency_ms, 'error', error_message) as details,
-         created_at as occurred_at
-  from public.vm_reporter_request_log
-  where project_id is not null
-  union all
-  select project_id, 'audit', severity, coalesce(agent || ': ', '') || action, details, occurred_at
-  from public.audit_events;
-
 -- Needs You: pending approvals per project.
 create view public.pending_approval_counts with (security_invoker = true) as
   select project_id, count(*) as pending
@@ -112,12 +73,21 @@ create view public.pending_approval_counts with (security_invoker = true) as
   where status = 'pending' and expires_at > now()
   group by project_id;
 
--- Config: the current version of each persona file.
-create view public.persona_files with (security_invoker = true) as
-  select distinct on (project_id, name) project_id, name, version, content, created_by,
-         created_at as updated_at
-  from public.persona_file_versions
-  order by project_id, name, version desc;
+-- Logs: the request log and the audit events in one newest-first feed, filterable by severity.
+-- Its branches carry no filter of their own, so PostgreSQL merges the partitions' index scans in
+-- order and stops after the page (a `project_id is not null` on the request branch made it fetch
+-- and sort every row: 129 ms for a project with 3 million rows, 1.5 ms without). Rows without a
+-- project are not visible anyway: the request log's policy requires one.
+create view public.project_logs with (security_invoker = true) as
+  select project_id, 'request'::text as source, severity,
+         route || ' ' || status_code as summary,
+         jsonb_build_object('route', route, 'status_code', status_code,
+           'latency_ms', latency_ms, 'error', error_message) as details,
+         created_at as occurred_at
+  from public.vm_reporter_request_log
+  union all
+  select project_id, 'audit', severity, coalesce(agent || ': ', '') || action, details, occurred_at
+  from public.audit_events;
 
 revoke all on
   public.project_activity_feed, public.agent_status, public.watchdog_alerts,

@@ -1,10 +1,41 @@
 -- =====================================================================================
--- Persona files, by topic: SOUL.md, AGENTS.md and COORDINATION.md of a project's agent team.
+-- Persona files: SOUL.md, AGENTS.md and COORDINATION.md of a project's agent team.
 -- Every save is kept as a version (public.persona_file_versions; the Config tab reads the
 -- current ones through public.persona_files) and sent to the VM as an update_persona_files
 -- command, which the VM agent writes atomically into its workspace. The dashboard saves
--- through public.save_persona_file (20261123000200_data_api.sql).
+-- through public.save_persona_file (12_data_api.sql).
 -- =====================================================================================
+
+-- Config tab: every saved version of every persona file.
+create table public.persona_file_versions (
+  project_id uuid not null references public.projects (id) on delete cascade,
+  name text not null check (name in ('SOUL.md', 'AGENTS.md', 'COORDINATION.md')),
+  version integer not null check (version >= 1),
+  content text not null check (octet_length(content) <= 262144),
+  created_by uuid references auth.users (id) on delete set null,
+  created_at timestamptz not null default now(),
+  primary key (project_id, name, version)
+);
+
+-- Deleting a user sets created_by to null: found by index, not by a scan.
+create index persona_file_versions_created_by_idx on public.persona_file_versions (created_by)
+  where created_by is not null;
+
+alter table public.persona_file_versions enable row level security;
+
+revoke all on public.persona_file_versions from anon, authenticated;
+grant select on public.persona_file_versions to authenticated;
+
+create policy "Persona files are visible to project members"
+  on public.persona_file_versions for select to authenticated
+  using (private.is_project_member(project_id));
+
+-- Config: the current version of each persona file.
+create view public.persona_files with (security_invoker = true) as
+  select distinct on (project_id, name) project_id, name, version, content, created_by,
+         created_at as updated_at
+  from public.persona_file_versions
+  order by project_id, name, version desc;
 
 /**
  * A member saves a new version of a persona file. Returns the version (1, 2, ... per file).

@@ -1,287 +1,14 @@
 /*
- * Events and outbound webhooks (contract §8).
- *
- * One durable event log, public.events, feeds outbound webhooks, the dashboard's live refresh and
- * the audit trail. Every event is written by a trigger on the row whose change it tells of, so it
- * commits with that change or not at all: no change without its event, no event without its
- * change, whoever made it (a user's action, the reconciler, an expiry, the VM). Each event fans
- * out, in the same transaction, to a delivery per matching endpoint of its organization; the
- * functions send deliveries after commit (right after the request, and on every reconciler run),
- * claimed with SKIP LOCKED and a lease so two senders never send the same attempt.
- *
- * Every event's `data` carries `organization_id`, and `project_id` when it is about a project
- * (contract §8): each writer below builds it so. The triggers insert their events themselves, in
- * the statement that fires them (a helper function per event cost a function call each, with its
- * settings switch: a third of a status change's whole cost). A row trigger fires only on the
- * change it tells of (WHEN); agents' messages, stored in batches, are told of a statement at once.
+ * Outbound webhooks (contract §8): an organization's endpoints, their secrets (encrypted with
+ * WEBHOOK_SECRET_KEY by the functions; the database never holds one in clear), and one delivery
+ * per event and matching endpoint, written by a trigger in the event's own transaction. The
+ * functions send due deliveries after commit (right after the request, and on every reconciler
+ * run), claimed with SKIP LOCKED and a lease so two senders never send the same attempt, and
+ * record each attempt's outcome: retried on Svix's schedule, disabled after a 410 or
+ * WEBHOOK_DISABLE_AFTER_HOURS of failure. The management actions (create, update, rotate_secret,
+ * delete, replay, test) run as the signed-in user behind the webhooks function, for the
+ * organization's owners and admins only.
  */
-
--- -------------------------------------------------------------------------------------
--- The event log
--- -------------------------------------------------------------------------------------
-
-/**
- * A UUID whose first 48 bits are the Unix time in milliseconds and the next 12 the fraction of
- * that millisecond (RFC 9562 version 7, method 3): events' ids sort by the time they were
- * recorded, to a quarter of a microsecond, so a client pages forward with `id > <last id seen>`.
- * (Transactions commit in their own order: a reader following the feed closely re-reads the
- * last few seconds, as it would with any sequence.)
- */
-create or replace function private.uuid_v7(p_at timestamptz default clock_timestamp())
-returns uuid
-language sql
-volatile
-set search_path = ''
-begin atomic
-  select encode(
-    substring(int8send(floor(extract(epoch from p_at) * 1000)::bigint) from 3)
-      || int2send((28672 + floor(mod(extract(microseconds from p_at), 1000) * 4.096))::smallint)
-      || substring(uuid_send(gen_random_uuid()) from 9),
-    'hex')::uuid;
-end;
-
-create table public.events (
-  id uuid not null default private.uuid_v7(),
-  type text not null check (type in (
-    'project.created', 'project.status_changed', 'project.health_changed', 'project.stuck',
-    'project.operation_failed', 'project.deleted', 'approval.requested', 'approval.decided',
-    'approval.expired', 'message.created', 'agents.silent', 'webhook.test'
-  )),
-  organization_id uuid not null,
-  -- No foreign key: a project's events outlive it (`project.deleted` is about a project gone).
-  project_id uuid,
-  data jsonb not null check (jsonb_typeof(data) = 'object'),
-  occurred_at timestamptz not null default clock_timestamp(),
-  primary key (id, occurred_at)
-) partition by range (occurred_at);
-
-comment on table public.events is
-  'The event log (contract §8): one row per change worth telling, newest last by (occurred_at, id); ids are time-ordered (UUIDv7), so clients page forward by id.';
-
-create table private.events_default partition of public.events default;
-
-create index events_organization_idx on public.events (organization_id, id);
-
-alter table public.events enable row level security;
-
--- An organization's own events to its members; a project's to the project's members, but that a
--- project was deleted to the whole organization (the project has no members left).
-create policy "Events are visible to their organization's or project's members"
-  on public.events for select to authenticated
-  using (
-    case
-      when project_id is null or type = 'project.deleted'
-        then private.is_organization_member(organization_id)
-      else private.is_project_member(project_id)
-    end
-  );
-
--- New tables in public get everything for anon and authenticated by default: taken back.
-revoke all on public.events from anon, authenticated;
-grant select on public.events to authenticated;
-grant select, insert, delete on public.events to service_role;
-
-select private.create_time_partitions('public.events', interval '1 day', 0, 3);
-
--- -------------------------------------------------------------------------------------
--- What writes events: triggers on the rows whose changes they tell of
--- -------------------------------------------------------------------------------------
-
-/**
- * project.created, project.status_changed, project.health_changed and project.deleted, from the
- * projects row itself: whatever changed it (vm-api, the reconciler, drift, a failed operation, a
- * health report), the event commits with the change.
- */
-create or replace function private.project_events()
-returns trigger
-language plpgsql
-set search_path = ''
-as $$
-begin
-  if tg_op = 'INSERT' then
-    insert into public.events (type, organization_id, project_id, data)
-    values ('project.created', new.organization_id, new.id, jsonb_build_object(
-      'organization_id', new.organization_id, 'project_id', new.id, 'name', new.name,
-      'region', new.region, 'vm_size', new.vm_size, 'status', new.status));
-  elsif tg_op = 'DELETE' then
-    insert into public.events (type, organization_id, project_id, data)
-    values ('project.deleted', old.organization_id, old.id, jsonb_build_object(
-      'organization_id', old.organization_id, 'project_id', old.id, 'name', old.name));
-  else
-    insert into public.events (type, organization_id, project_id, data)
-    select c.type, new.organization_id, new.id,
-      jsonb_build_object('organization_id', new.organization_id, 'project_id', new.id) || c.data
-    from (values
-      ('project.status_changed', old.status is distinct from new.status,
-       jsonb_build_object('previous_status', old.status, 'status', new.status)),
-      ('project.health_changed', old.health_status is distinct from new.health_status,
-       jsonb_build_object('previous_health', old.health_status, 'health', new.health_status))
-    ) as c (type, changed, data)
-    where c.changed;
-  end if;
-  return null;
-end;
-$$;
-
-create trigger projects_created_or_deleted_events
-  after insert or delete on public.projects
-  for each row execute function private.project_events();
-
--- Only a change of status or health fires it: a report that changes nothing pays nothing.
-create trigger projects_changed_events
-  after update of status, health_status on public.projects
-  for each row
-  when (old.status is distinct from new.status or old.health_status is distinct from new.health_status)
-  execute function private.project_events();
-
-/**
- * project.stuck and project.operation_failed, from the activity entries the platform records for
- * them (`vm_stuck`, once per episode; `vm_<kind>_failed`, when an operation is given up).
- */
-create or replace function private.activity_events()
-returns trigger
-language plpgsql
-set search_path = ''
-as $$
-begin
-  insert into public.events (type, organization_id, project_id, data)
-  select
-    case when new.action = 'vm_stuck' then 'project.stuck' else 'project.operation_failed' end,
-    p.organization_id, p.id,
-    jsonb_build_object('organization_id', p.organization_id, 'project_id', p.id)
-      || case when new.action = 'vm_stuck'
-        then jsonb_build_object('status', new.details ->> 'status',
-                                'since', new.details ->> 'since')
-        else jsonb_build_object('operation', substring(new.action from '^vm_(.*)_failed$'),
-                                'error', new.details ->> 'error')
-      end
-  from public.projects p
-  where p.id = new.project_id;
-  return null;
-end;
-$$;
-
-create trigger project_activity_events
-  after insert on public.project_activity
-  for each row
-  when (new.action = 'vm_stuck' or new.action like 'vm\_%\_failed')
-  execute function private.activity_events();
-
-/**
- * approval.requested (once per request_id: a repeated request inserts nothing), decided and
- * expired (only the update that takes it out of pending fires).
- */
-create or replace function private.approval_events()
-returns trigger
-language plpgsql
-set search_path = ''
-as $$
-begin
-  insert into public.events (type, organization_id, project_id, data)
-  select
-    case
-      when tg_op = 'INSERT' then 'approval.requested'
-      when new.status = 'expired' then 'approval.expired'
-      else 'approval.decided'
-    end,
-    p.organization_id, p.id,
-    jsonb_build_object('organization_id', p.organization_id, 'project_id', p.id,
-                       'approval_id', new.id)
-      || case
-        when tg_op = 'INSERT' then jsonb_build_object(
-          'agent', new.agent, 'action', new.action, 'description', new.description,
-          'risk', new.risk, 'expires_at', private.iso8601(new.expires_at))
-        when new.status = 'expired' then '{}'::jsonb
-        else jsonb_build_object('decision', new.status, 'decided_by', new.decided_by)
-      end
-  from public.projects p
-  where p.id = new.project_id;
-  return null;
-end;
-$$;
-
-create trigger approvals_requested_events
-  after insert on public.approvals
-  for each row execute function private.approval_events();
-
-create trigger approvals_decided_events
-  after update of status on public.approvals
-  for each row
-  when (old.status = 'pending' and new.status <> 'pending')
-  execute function private.approval_events();
-
-/** message.created: the agents' messages (never the user's own), a statement's at once. */
-create or replace function private.message_events()
-returns trigger
-language plpgsql
-set search_path = ''
-as $$
-begin
-  insert into public.events (type, organization_id, project_id, data)
-  select 'message.created', p.organization_id, m.project_id,
-    jsonb_build_object('organization_id', p.organization_id, 'project_id', m.project_id,
-                       'message_id', m.id, 'agent', m.agent, 'content', m.content)
-  from stored m
-  join public.projects p on p.id = m.project_id
-  where m.direction = 'from_agent'
-  order by m.created_at, m.id;
-  return null;
-end;
-$$;
-
-create trigger agent_messages_created_events
-  after insert on public.agent_messages
-  referencing new table as stored
-  for each statement execute function private.message_events();
-
-/**
- * agents.silent: once per episode, a running project whose agents have all been without activity
- * for 30 minutes (the Agents tab's `silent`). An episode is named by the moment the last activity
- * happened; new activity and a new silence make a new episode. Run by the reconciler.
- */
-create table private.agent_silences (
-  project_id uuid primary key references public.projects (id) on delete cascade,
-  silent_since timestamptz not null
-);
-
-create or replace function private.record_silent_projects(
-  p_silent_after interval default interval '30 minutes'
-) returns integer
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  v_count integer;
-begin
-  with quiet as (
-    select p.id, p.organization_id, max(a.last_activity_at) as silent_since
-    from public.projects p
-    join public.project_agents a on a.project_id = p.id
-    where p.status in ('active', 'running')
-    group by p.id, p.organization_id
-    having max(a.last_activity_at) < now() - p_silent_after
-  ),
-  episode as (
-    insert into private.agent_silences as s (project_id, silent_since)
-    select id, silent_since from quiet
-    on conflict (project_id) do update set silent_since = excluded.silent_since
-      where s.silent_since is distinct from excluded.silent_since
-    returning s.project_id, s.silent_since
-  ),
-  recorded as (
-    insert into public.events (type, organization_id, project_id, data)
-    select 'agents.silent', q.organization_id, q.id,
-      jsonb_build_object('organization_id', q.organization_id, 'project_id', q.id,
-                         'silent_since', private.iso8601(e.silent_since))
-    from episode e join quiet q on q.id = e.project_id
-    returning 1
-  )
-  select count(*) into v_count from recorded;
-  return v_count;
-end;
-$$;
 
 -- -------------------------------------------------------------------------------------
 -- Webhook endpoints
@@ -319,24 +46,6 @@ create table private.webhook_secrets (
   failing_since timestamptz
 );
 
-/** Is the signed-in user an owner or admin of the organization (who may manage its webhooks)? */
-create or replace function private.is_organization_admin(p_organization_id uuid)
-returns boolean
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
-begin
-  return exists (
-    select 1 from public.organization_members m
-    where m.organization_id = p_organization_id
-      and m.user_id = (select auth.uid())
-      and m.role in ('owner', 'admin')
-  );
-end;
-$$;
-
 alter table public.webhook_endpoints enable row level security;
 
 -- Owners and admins: "admins" in the policy's name.
@@ -345,7 +54,9 @@ create policy "Webhook endpoints are visible to the organization's admins"
   using (private.is_organization_admin(organization_id));
 
 revoke all on public.webhook_endpoints from anon, authenticated;
+
 grant select on public.webhook_endpoints to authenticated;
+
 grant select, insert, update, delete on public.webhook_endpoints to service_role;
 
 /** The endpoint, if the signed-in user may manage it; VA403 otherwise (also when it does not exist). */
@@ -368,6 +79,7 @@ begin
 end;
 $$;
 
+/** VA400 unless every name is an event type of contract §8 (null: every type). */
 create or replace function private.assert_event_types(p_event_types text[])
 returns void
 language plpgsql
@@ -418,6 +130,8 @@ begin
 end;
 $$;
 
+grant execute on function private.webhook_create(uuid, text, text[], text, bytea) to authenticated;
+
 /**
  * update: what is given changes. Enabling an endpoint clears why it was disabled and its failing
  * clock; its pending deliveries are sent again from now.
@@ -462,6 +176,8 @@ begin
 end;
 $$;
 
+grant execute on function private.webhook_update(uuid, jsonb) to authenticated;
+
 /** rotate_secret: the new secret signs from now; the previous one too, for `p_overlap`. */
 create or replace function private.webhook_rotate_secret(
   p_endpoint_id uuid,
@@ -484,6 +200,9 @@ begin
 end;
 $$;
 
+grant execute on function private.webhook_rotate_secret(uuid, bytea, interval) to authenticated;
+
+/** delete: the endpoint, its secret and its deliveries. */
 create or replace function private.webhook_delete(p_endpoint_id uuid)
 returns jsonb
 language plpgsql
@@ -497,6 +216,8 @@ begin
   return jsonb_build_object('endpoint_id', p_endpoint_id);
 end;
 $$;
+
+grant execute on function private.webhook_delete(uuid) to authenticated;
 
 /**
  * replay: every event of the organization since `p_since` that the endpoint takes is queued
@@ -529,6 +250,8 @@ begin
 end;
 $$;
 
+grant execute on function private.webhook_replay(uuid, timestamptz) to authenticated;
+
 /** test: a `webhook.test` event, delivered to this endpoint only. */
 create or replace function private.webhook_test(p_endpoint_id uuid)
 returns jsonb
@@ -550,6 +273,8 @@ begin
   return jsonb_build_object('event_id', v_event.id);
 end;
 $$;
+
+grant execute on function private.webhook_test(uuid) to authenticated;
 
 -- -------------------------------------------------------------------------------------
 -- Deliveries
@@ -578,6 +303,7 @@ comment on table public.webhook_deliveries is
 
 create index webhook_deliveries_due_idx on public.webhook_deliveries (next_attempt_at)
   where status = 'pending';
+
 create index webhook_deliveries_created_idx on public.webhook_deliveries (created_at);
 
 alter table public.webhook_deliveries enable row level security;
@@ -588,7 +314,9 @@ create policy "Webhook deliveries are visible to whoever sees their endpoint"
   using (endpoint_id in (select id from public.webhook_endpoints));
 
 revoke all on public.webhook_deliveries from anon, authenticated;
+
 grant select on public.webhook_deliveries to authenticated;
+
 grant select, insert, update, delete on public.webhook_deliveries to service_role;
 
 /**
@@ -693,6 +421,8 @@ begin
 end;
 $$;
 
+grant execute on function private.claim_webhook_deliveries(integer, integer, integer) to service_role;
+
 /**
  * What an attempt came to. A 2xx delivers; a 410 disables the endpoint at once; anything else is
  * retried after `p_schedule[attempts]` seconds (or the receiver's Retry-After, when longer) and
@@ -772,111 +502,4 @@ begin
 end;
 $$;
 
-/** Keeps the event log's partitions (prepared ahead, dropped past retention) and old deliveries. */
-create or replace function private.maintain_event_log(p_retention_days integer)
-returns jsonb
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  v_deliveries integer;
-begin
-  delete from public.webhook_deliveries
-    where created_at < now() - make_interval(days => p_retention_days)
-      and status <> 'pending';
-  get diagnostics v_deliveries = row_count;
-  return jsonb_build_object(
-    'partitions_created',
-      private.create_time_partitions('public.events', interval '1 day', 0, 3),
-    'partitions_dropped',
-      private.drop_expired_partitions('public.events', make_interval(days => p_retention_days)),
-    'deliveries_dropped', v_deliveries
-  );
-end;
-$$;
-
--- -------------------------------------------------------------------------------------
--- Privileges
--- -------------------------------------------------------------------------------------
-
-revoke all on function
-  private.uuid_v7(timestamptz),
-  private.project_events(),
-  private.activity_events(),
-  private.approval_events(),
-  private.message_events(),
-  private.fan_out_event(),
-  private.record_silent_projects(interval),
-  private.is_organization_admin(uuid),
-  private.require_webhook_admin(uuid),
-  private.assert_event_types(text[]),
-  private.webhook_create(uuid, text, text[], text, bytea),
-  private.webhook_update(uuid, jsonb),
-  private.webhook_rotate_secret(uuid, bytea, interval),
-  private.webhook_delete(uuid),
-  private.webhook_replay(uuid, timestamptz),
-  private.webhook_test(uuid),
-  private.claim_webhook_deliveries(integer, integer, integer),
-  private.record_webhook_attempt(uuid, integer, integer, text, integer, integer[], integer),
-  private.maintain_event_log(integer)
-from public;
-
--- The platform: the reconciler's steps and the senders.
-grant execute on function
-  private.uuid_v7(timestamptz),
-  private.record_silent_projects(interval),
-  private.claim_webhook_deliveries(integer, integer, integer),
-  private.record_webhook_attempt(uuid, integer, integer, text, integer, integer[], integer),
-  private.maintain_event_log(integer)
-to service_role;
-
--- The webhooks function's actions run as the signed-in user (as vm-api's do), and the read
--- models' policies ask whether that user is an owner or admin.
-grant execute on function
-  private.is_organization_admin(uuid),
-  private.webhook_create(uuid, text, text[], text, bytea),
-  private.webhook_update(uuid, jsonb),
-  private.webhook_rotate_secret(uuid, bytea, interval),
-  private.webhook_delete(uuid),
-  private.webhook_replay(uuid, timestamptz),
-  private.webhook_test(uuid)
-to authenticated;
-
-/**
- * Drops the partitions of `p_parent` whose whole range is older than `p_retention`, and deletes
- * the rows that old from its DEFAULT partition. The time column is the table's partition key
- * (created_at for the telemetry, occurred_at for the events).
- */
-create or replace function private.drop_expired_partitions(p_parent regclass, p_retention interval)
-returns integer
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  v_partition record;
-  v_dropped integer := 0;
-  v_column text := (regexp_match(pg_catalog.pg_get_partkeydef(p_parent), '^RANGE \((\w+)\)$'))[1];
-begin
-  for v_partition in
-    select c.oid::regclass as name, c.relpartbound,
-           (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]
-             as upper_bound
-    from pg_catalog.pg_inherits i
-    join pg_catalog.pg_class c on c.oid = i.inhrelid
-    where i.inhparent = p_parent
-  loop
-    if v_partition.upper_bound is null then
-      execute format('delete from %s where %I < %L', v_partition.name, v_column,
-        now() - p_retention);
-    elsif v_partition.upper_bound::timestamptz <= now() - p_retention then
-      execute format('drop table %s', v_partition.name);
-      v_dropped := v_dropped + 1;
-    end if;
-  end loop;
-  return v_dropped;
-end;
-$$;
+grant execute on function private.record_webhook_attempt(uuid, integer, integer, text, integer, integer[], integer) to service_role;

@@ -3,6 +3,7 @@
 -- Rows are written only by SQL functions that vm-api and the reconciler call; the
 -- dashboard reads them through RLS as a project member.
 -- =====================================================================================
+
 create table public.projects (
   id uuid primary key default gen_random_uuid(),
   organization_id uuid not null references public.organizations (id) on delete restrict,
@@ -22,14 +23,29 @@ create table public.projects (
   -- Set when the reconciler has recorded that the project is stuck, so it records it once.
   stuck_recorded_at timestamptz,
   created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now()
+  updated_at timestamptz not null default now(),
+  -- When the reconciler last compared the VM's power state with `status` (drift, 06_vm_drift.sql).
+  power_checked_at timestamptz,
+  -- The last power state the reconciler saw, so a drift is recorded when it appears, once.
+  observed_power text,
+  -- A stored generated column, not a function: a function the planner may inline has no pinned
+  -- search_path (splinter 0011 warns), and pinning one stops the inlining. Computed once per
+  -- write, read for free; the reconciler's partial index is defined on it.
+  is_transitional boolean not null
+    generated always as (status in ('provisioning', 'starting', 'stopping', 'deleting')) stored
 );
+
+comment on column public.projects.is_transitional is
+  'The project waits for the platform (provisioning, starting, stopping or deleting): what "stuck" is measured on, and what the reconciler watches.';
 
 -- The active-project limit counts an organization's projects by status.
 create index projects_organization_id_status_idx on public.projects (organization_id, status);
--- The reconciler scans projects in transitional states.
+
+-- What the reconciler watches: projects waiting for the platform, oldest change first.
 create index projects_transitional_idx on public.projects (status_changed_at)
-  where status in ('provisioning', 'starting', 'stopping', 'deleting');
+  where is_transitional;
+
+alter table public.projects enable row level security;
 
 create table public.project_members (
   project_id uuid not null references public.projects (id) on delete cascade,
@@ -40,6 +56,8 @@ create table public.project_members (
 );
 
 create index project_members_user_id_idx on public.project_members (user_id);
+
+alter table public.project_members enable row level security;
 
 create table public.project_activity (
   id bigint generated always as identity primary key,
@@ -53,8 +71,78 @@ create table public.project_activity (
 create index project_activity_project_id_created_at_idx
   on public.project_activity (project_id, created_at desc, id desc);
 
+alter table public.project_activity enable row level security;
+
+revoke all on public.projects, public.project_members, public.project_activity from anon;
+revoke insert, update, delete, truncate
+  on public.projects, public.project_members, public.project_activity from authenticated;
+grant select on public.projects, public.project_members, public.project_activity to authenticated;
+
+-- =====================================================================================
+-- Membership predicates: what every policy of a project's rows asks.
+-- =====================================================================================
+
 /**
- * Keeps `updated_at` and, when the status moves, `status_changed_at` true.
+ * Is the current user (auth.uid()) a member of the project?
+ */
+create or replace function private.is_project_member(p_project_id uuid) returns boolean
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  return exists (
+    select 1
+    from public.project_members m
+    where m.project_id = p_project_id
+      and m.user_id = (select auth.uid())
+  );
+end;
+$$;
+
+grant execute on function private.is_project_member(uuid) to authenticated, service_role;
+
+/**
+ * The signed-in user's id when they are a member of the project; otherwise VA403 (a project that
+ * does not exist looks the same as another's). For the functions behind the dashboard's RPCs.
+ */
+create or replace function private.require_project_member(p_project_id uuid) returns uuid
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if auth.uid() is null or not private.is_project_member(p_project_id) then
+    raise exception 'You are not a member of this project' using errcode = 'VA403';
+  end if;
+  return auth.uid();
+end;
+$$;
+
+create policy "Projects are visible to their members"
+  on public.projects for select
+  to authenticated
+  using (private.is_project_member(id));
+
+create policy "Project memberships are visible to fellow members"
+  on public.project_members for select
+  to authenticated
+  using (private.is_project_member(project_id));
+
+create policy "Project activity is visible to project members"
+  on public.project_activity for select
+  to authenticated
+  using (private.is_project_member(project_id));
+
+-- =====================================================================================
+-- Bookkeeping: timestamps and the activity log.
+-- =====================================================================================
+
+/**
+ * Keeps `updated_at` and, when the status moves, `status_changed_at` true (what "stuck" is
+ * measured from), and forgets that the project was recorded as stuck.
  */
 create or replace function private.touch_project() returns trigger
 language plpgsql
@@ -74,45 +162,21 @@ create trigger projects_touch
   before update on public.projects
   for each row execute function private.touch_project();
 
-alter table public.projects enable row level security;
-alter table public.project_members enable row level security;
-alter table public.project_activity enable row level security;
-
-revoke all on public.projects, public.project_members, public.project_activity from anon;
-revoke insert, update, delete, truncate
-  on public.projects, public.project_members, public.project_activity from authenticated;
-grant select on public.projects, public.project_members, public.project_activity to authenticated;
-
 /**
- * Is the current user (auth.uid()) a member of the project?
+ * Appends an entry to the project's activity log (what `status` shows and the Overview feed).
  */
-create or replace function private.is_project_member(p_project_id uuid) returns boolean
-language sql
-stable
+create or replace function private.record_activity(
+  p_project_id uuid,
+  p_action text,
+  p_details jsonb default '{}'
+) returns void
+language plpgsql
+volatile
 security definer
 set search_path = ''
 as $$
-  select exists (
-    select 1
-    from public.project_members m
-    where m.project_id = p_project_id
-      and m.user_id = (select auth.uid())
-  );
+begin
+  insert into public.project_activity (project_id, action, details)
+  values (p_project_id, p_action, coalesce(p_details, '{}'::jsonb));
+end;
 $$;
-
-grant execute on function private.is_project_member(uuid) to authenticated, service_role;
-
-create policy "Projects are visible to their members"
-  on public.projects for select
-  to authenticated
-  using (private.is_project_member(id));
-
-create policy "Project memberships are visible to fellow members"
-  on public.project_members for select
-  to authenticated
-  using (private.is_project_member(project_id));
-
-create policy "Project activity is visible to project members"
-  on public.project_activity for select
-  to authenticated
-  using (private.is_project_member(project_id));

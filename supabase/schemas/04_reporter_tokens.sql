@@ -1,11 +1,51 @@
 -- =====================================================================================
--- Reporter tokens and bootstrap credentials, by topic: how a VM gets, and keeps, the right to
+-- Reporter tokens and bootstrap credentials: how a VM gets, and keeps, the right to
 -- report. Tokens (private.reporter_tokens) are stored as SHA-256 only and rotate within their
 -- lineage: a VM's first contact ends the tokens earlier VMs of the project received, an
 -- operator's new token the operator's earlier ones. Boot data carries no token but a
 -- bootstrap credential (private.reporter_bootstrap_credentials): single-use, short-lived, and
 -- exchanged on first contact (POST /vm-reporter/bootstrap) for the VM's token.
 -- =====================================================================================
+
+create table private.reporter_tokens (
+  id uuid primary key default gen_random_uuid(),
+  project_id uuid not null references public.projects (id) on delete cascade,
+  token_hash bytea not null unique check (octet_length(token_hash) = 32),
+  -- Who asked for it: 'provision' (given to the VM) or 'operator' (deno task reporter-token).
+  source text not null check (source in ('provision', 'operator')),
+  created_at timestamptz not null default now(),
+  -- Null: valid until revoked. Set on older tokens when a new one is issued (the overlap).
+  expires_at timestamptz,
+  revoked_at timestamptz
+);
+
+create index reporter_tokens_project_id_idx on private.reporter_tokens (project_id);
+
+alter table private.reporter_tokens enable row level security;
+
+revoke all on private.reporter_tokens from public, anon, authenticated;
+
+-- Bootstrap credentials: what a VM gets in its boot data instead of a reporter token.
+-- Boot data (cloud-init custom data) is readable by anything on the VM and by anyone who
+-- can read the VM in the cloud, so what it carries is single-use and short-lived: on
+-- first contact the VM exchanges it (POST /vm-reporter/bootstrap) for its working
+-- reporter token, and a leaked copy is worth nothing after that.
+
+create table private.reporter_bootstrap_credentials (
+  id uuid primary key default gen_random_uuid(),
+  project_id uuid not null references public.projects (id) on delete cascade,
+  credential_hash bytea not null unique check (octet_length(credential_hash) = 32),
+  created_at timestamptz not null default now(),
+  expires_at timestamptz not null,
+  used_at timestamptz
+);
+
+create index reporter_bootstrap_credentials_project_id_idx
+  on private.reporter_bootstrap_credentials (project_id);
+
+alter table private.reporter_bootstrap_credentials enable row level security;
+
+revoke all on private.reporter_bootstrap_credentials from public, anon, authenticated;
 
 /**
  * Stores a new token (its hash) for the project. Earlier tokens of the same source stay valid
@@ -89,22 +129,19 @@ begin
 end;
 $$;
 
-grant execute on function private.issue_bootstrap_credential(uuid, bytea, interval)
-  to service_role;
+grant execute on function private.issue_bootstrap_credential(uuid, bytea, interval) to service_role;
 
 /**
  * Exchanges a bootstrap credential for a reporter token (whose hash the caller made): once,
- * before it expires. Answers as the reporter's entry points do, {status: 200, data: {project_id}}
- * or {status, error[, retry_after]}: a refusal must not raise, because the failed attempt it
- * spends from the project's unauthenticated budget (as a wrong reporter token does) has to stay
- * spent.
+ * before it expires. False when the credential is wrong, used or expired; it does not raise, so
+ * the caller's next statement (the unauthenticated budget the failed attempt spends, as a wrong
+ * reporter token does) is not undone with it.
  */
 create or replace function private.exchange_bootstrap_credential(
   p_project_id uuid,
   p_credential_hash bytea,
-  p_token_hash bytea,
-  p_settings jsonb
-) returns jsonb
+  p_token_hash bytea
+) returns boolean
 language plpgsql
 volatile
 security definer
@@ -115,14 +152,12 @@ begin
     where credential_hash = p_credential_hash and project_id = p_project_id
       and used_at is null and expires_at > now();
   if not found then
-    return private.refuse_unauthenticated(p_project_id, p_settings,
-      'Missing, used or expired bootstrap credential');
+    return false;
   end if;
   -- The VM's earlier tokens (a re-provisioned VM) stop at once: this one is its token now.
   perform private.issue_reporter_token(p_project_id, p_token_hash, 'provision', '0');
-  return jsonb_build_object('status', 200, 'data', jsonb_build_object('project_id', p_project_id));
+  return true;
 end;
 $$;
 
-grant execute on function private.exchange_bootstrap_credential(uuid, bytea, bytea, jsonb)
-  to service_role;
+grant execute on function private.exchange_bootstrap_credential(uuid, bytea, bytea) to service_role;

@@ -1,7 +1,6 @@
 -- =====================================================================================
--- VM lifecycle, by topic: the compute operations outbox, the functions behind every vm-api
--- action, and the platform-driven transitions the reconciler applies (but private.vm_status,
--- behind `status`, which is left to the request path's performance work).
+-- VM lifecycle: the compute operations outbox, the functions behind every vm-api action, and
+-- the platform-driven transitions the reconciler applies.
 --
 -- A user action is one call: it checks membership, moves the status with a conditional update
 -- (so of two concurrent requests only one can win), records activity, and records the compute
@@ -10,41 +9,46 @@
 -- out and the reconciler takes it over. Refusals: VA403 (not a member, or no such project),
 -- VA400 (not allowed from the current status, or over the active project limit).
 --
--- Two ways to record an operation, renamed so the difference shows:
+-- Two ways to record an operation:
 --   supersede_and_claim_vm_operation    a user's action: replaces whatever was in flight, and
 --                                       is claimed by the caller, who sends it now;
 --   queue_vm_operation_unless_in_flight the platform's own (drift): left to the reconciler to
 --                                       send, and not recorded while another is in flight.
--- (They were enqueue_vm_operation and queue_vm_operation.)
 -- =====================================================================================
-
-/**
- * Keeps `updated_at` and, when the status moves, `status_changed_at` true (what "stuck" is
- * measured from), and forgets that the project was recorded as stuck.
- */
-create or replace function private.touch_project() returns trigger
-language plpgsql
-set search_path = ''
-as $$
-begin
-  new.updated_at := now();
-  if new.status is distinct from old.status then
-    new.status_changed_at := now();
-    new.stuck_recorded_at := null;
-  end if;
-  return new;
-end;
-$$;
-
--- The reconciler scans projects in transitional states (transitional_projects,
--- record_stuck_projects): the same predicate as they ask, so the planner matches it.
-drop index public.projects_transitional_idx;
-create index projects_transitional_idx on public.projects (status_changed_at)
-  where private.is_transitional(status);
 
 -- -------------------------------------------------------------------------------------
 -- The compute operations outbox (private.vm_operations)
 -- -------------------------------------------------------------------------------------
+
+create table private.vm_operations (
+  id uuid primary key default gen_random_uuid(),
+  project_id uuid not null references public.projects (id) on delete cascade,
+  kind text not null check (kind in ('provision', 'start', 'deallocate', 'delete')),
+  force boolean not null default false,
+  -- pending: to send (or being sent: a claim pushes next_attempt_at out by a lease);
+  -- submitted: the driver accepted it; succeeded: the VM reached the target state;
+  -- failed: given up; superseded: a later action made it moot.
+  state text not null default 'pending'
+    check (state in ('pending', 'submitted', 'succeeded', 'failed', 'superseded')),
+  attempts integer not null default 0,
+  next_attempt_at timestamptz not null default now(),
+  last_error text,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now()
+);
+
+create index vm_operations_due_idx on private.vm_operations (next_attempt_at)
+  where state = 'pending';
+
+create index vm_operations_project_id_idx on private.vm_operations (project_id, created_at desc);
+
+create trigger vm_operations_touch_updated_at
+  before update on private.vm_operations
+  for each row execute function private.touch_updated_at();
+
+alter table private.vm_operations enable row level security;
+
+revoke all on private.vm_operations from public, anon, authenticated;
 
 /**
  * Records a compute operation for a user's action: any operation of the project still pending
@@ -248,8 +252,7 @@ begin
 end;
 $$;
 
-grant execute on function private.retry_vm_operation(uuid, text, boolean, integer, integer)
-  to service_role;
+grant execute on function private.retry_vm_operation(uuid, text, boolean, integer, integer) to service_role;
 
 /**
  * Gives up on operations whose last allowed attempt was claimed but never reported back.
@@ -411,8 +414,7 @@ begin
 end;
 $$;
 
-grant execute on function private.vm_create(uuid, text, text, text, integer, integer)
-  to authenticated;
+grant execute on function private.vm_create(uuid, text, text, text, integer, integer) to authenticated;
 
 /**
  * start: from stopped, within the organization's active project limit.
@@ -495,43 +497,6 @@ $$;
 
 grant execute on function private.vm_delete(uuid, boolean, integer) to authenticated;
 
--- Nothing calls it any more: user actions record their operations with
--- supersede_and_claim_vm_operation above.
-drop function private.enqueue_vm_operation(uuid, text, boolean, integer);
-
--- -------------------------------------------------------------------------------------
--- The platform side (the reconciler, as service_role or the connecting owner)
--- -------------------------------------------------------------------------------------
-
-/**
- * Projects waiting for the platform: in a transitional state, with their operation if it was
- * sent, longest waiting first.
- */
-create or replace function private.transitional_projects(p_limit integer) returns table (
-  project_id uuid,
-  status text,
-  operation_id uuid,
-  operation_kind text
-)
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  select p.id, p.status, o.id, o.kind
-  from public.projects p
-  left join lateral (
-    select id, kind from private.vm_operations
-    where project_id = p.id and state = 'submitted'
-    order by created_at desc limit 1
-  ) o on true
-  where private.is_transitional(p.status)
-  order by p.status_changed_at
-  limit p_limit;
-$$;
-
-grant execute on function private.transitional_projects(integer) to service_role;
-
 /**
  * Applies what the driver observed to a project still in `p_from`. Conditional on the status,
  * so two reconcilers observing the same VM act once. Returns the outcome:
@@ -587,6 +552,39 @@ $$;
 
 grant execute on function private.observe_vm(uuid, text, text, text) to service_role;
 
+-- -------------------------------------------------------------------------------------
+-- What the reconciler watches, and vm-api's `status`
+-- -------------------------------------------------------------------------------------
+
+/**
+ * Projects waiting for the platform: in a transitional state, with their operation if it was
+ * sent, longest waiting first.
+ */
+create or replace function private.transitional_projects(p_limit integer) returns table (
+  project_id uuid,
+  status text,
+  operation_id uuid,
+  operation_kind text
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select p.id, p.status, o.id, o.kind
+  from public.projects p
+  left join lateral (
+    select id, kind from private.vm_operations
+    where project_id = p.id and state = 'submitted'
+    order by created_at desc limit 1
+  ) o on true
+  where p.is_transitional
+  order by p.status_changed_at
+  limit p_limit;
+$$;
+
+grant execute on function private.transitional_projects(integer) to service_role;
+
 /**
  * Records, once per stay, that a project has been in a transitional state too long.
  */
@@ -603,7 +601,7 @@ declare
 begin
   for v_project in
     update public.projects set stuck_recorded_at = now()
-    where private.is_transitional(status)
+    where is_transitional
       and stuck_recorded_at is null
       and status_changed_at < now() - make_interval(secs => p_stuck_after_seconds)
     returning id, status, status_changed_at
@@ -618,3 +616,63 @@ end;
 $$;
 
 grant execute on function private.record_stuck_projects(integer) to service_role;
+
+/**
+ * status: the project, its health and its five latest activities, read by one statement (its
+ * plan cached per connection): membership, project and activity together cost less than three
+ * statements and a nested SECURITY DEFINER call. A caller who is not a member, or a project
+ * that does not exist, is VA403.
+ */
+create or replace function private.vm_status(p_project_id uuid, p_stuck_after_seconds integer)
+returns jsonb
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  v_status jsonb;
+begin
+  select jsonb_build_object(
+    'project', jsonb_build_object(
+      'id', p.id,
+      'organization_id', p.organization_id,
+      'name', p.name,
+      'status', p.status,
+      'health_status', p.health_status,
+      'region', p.region,
+      'vm_size', p.vm_size,
+      'created_at', p.created_at,
+      'updated_at', p.updated_at,
+      'status_changed_at', p.status_changed_at,
+      'last_error', p.last_error,
+      'stuck', p.is_transitional
+        and p.status_changed_at < now() - make_interval(secs => p_stuck_after_seconds)
+    ),
+    'recent_activity', coalesce((
+      select jsonb_agg(jsonb_build_object(
+        'action', a.action, 'details', a.details, 'created_at', a.created_at
+      ) order by a.created_at desc, a.id desc)
+      from (
+        select * from public.project_activity
+        where project_id = p.id
+        order by created_at desc, id desc
+        limit 5
+      ) a
+    ), '[]'::jsonb)
+  )
+  into v_status
+  from public.projects p
+  where p.id = p_project_id
+    and exists (
+      select 1 from public.project_members m
+      where m.project_id = p.id and m.user_id = (select auth.uid())
+    );
+  if v_status is null then
+    raise exception 'You are not a member of this project' using errcode = 'VA403';
+  end if;
+  return v_status;
+end;
+$$;
+
+grant execute on function private.vm_status(uuid, integer) to authenticated;

@@ -1,9 +1,10 @@
 -- =====================================================================================
--- Telemetry partitions, by topic: the request log (daily) and health snapshots (weekly) are
--- partitioned by time (20261122000700_partitioned_telemetry.sql), their partitions in
--- `private`. Each reconciler run prepares the coming partitions and drops those past their
--- retention (REQUEST_LOG_RETENTION_DAYS, HEALTH_SNAPSHOT_RETENTION_DAYS): whole partitions are
--- dropped, never rows deleted one by one (but from the DEFAULT partition, which catches strays).
+-- Time partitions: the request log (daily), health snapshots (weekly) and the event log
+-- (daily) are partitioned by time, their partitions in `private`. Each reconciler run prepares
+-- the coming partitions and drops those past their retention (REQUEST_LOG_RETENTION_DAYS,
+-- HEALTH_SNAPSHOT_RETENTION_DAYS, EVENT_RETENTION_DAYS): whole partitions are dropped, never
+-- rows deleted one by one (but from the DEFAULT partition, which catches strays). The tables
+-- are defined with their topics (08, 09, 14), each followed by its first partitions.
 -- =====================================================================================
 
 /**
@@ -51,47 +52,6 @@ begin
 end;
 $$;
 
--- Only the upkeep below calls it (as its owner).
-revoke execute on function private.create_time_partitions(regclass, interval, integer, integer)
-  from public;
-
-/**
- * Drops the partitions of `p_parent` whose whole range ended more than `p_retention` ago, and
- * deletes such rows from its DEFAULT partition. Answers how many partitions it dropped.
- */
-create or replace function private.drop_expired_partitions(p_parent regclass, p_retention interval)
-returns integer
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  v_partition record;
-  v_dropped integer := 0;
-begin
-  for v_partition in
-    select c.oid::regclass as name, c.relpartbound,
-           (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]
-             as upper_bound
-    from pg_catalog.pg_inherits i
-    join pg_catalog.pg_class c on c.oid = i.inhrelid
-    where i.inhparent = p_parent
-  loop
-    if v_partition.upper_bound is null then
-      execute format('delete from %s where created_at < %L', v_partition.name,
-        now() - p_retention);
-    elsif v_partition.upper_bound::timestamptz <= now() - p_retention then
-      execute format('drop table %s', v_partition.name);
-      v_dropped := v_dropped + 1;
-    end if;
-  end loop;
-  return v_dropped;
-end;
-$$;
-
-revoke execute on function private.drop_expired_partitions(regclass, interval) from public;
-
 /**
  * The reconciler's partition upkeep: partitions prepared ahead (3 days of request log, 2 weeks of
  * snapshots) and those past their retention dropped. Cheap when there is nothing to do.
@@ -120,3 +80,40 @@ end;
 $$;
 
 grant execute on function private.maintain_telemetry_partitions(integer, integer) to service_role;
+
+/**
+ * Drops the partitions of `p_parent` whose whole range is older than `p_retention`, and deletes
+ * the rows that old from its DEFAULT partition. The time column is the table's partition key
+ * (created_at for the telemetry, occurred_at for the events).
+ */
+create or replace function private.drop_expired_partitions(p_parent regclass, p_retention interval)
+returns integer
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_partition record;
+  v_dropped integer := 0;
+  v_column text := (regexp_match(pg_catalog.pg_get_partkeydef(p_parent), '^RANGE \((\w+)\)$'))[1];
+begin
+  for v_partition in
+    select c.oid::regclass as name, c.relpartbound,
+           (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]
+             as upper_bound
+    from pg_catalog.pg_inherits i
+    join pg_catalog.pg_class c on c.oid = i.inhrelid
+    where i.inhparent = p_parent
+  loop
+    if v_partition.upper_bound is null then
+      execute format('delete from %s where %I < %L', v_partition.name, v_column,
+        now() - p_retention);
+    elsif v_partition.upper_bound::timestamptz <= now() - p_retention then
+      execute format('drop table %s', v_partition.name);
+      v_dropped := v_dropped + 1;
+    end if;
+  end loop;
+  return v_dropped;
+end;
+$$;
