@@ -5,7 +5,7 @@
  * functions at /functions/v1/<name> on the same port, runs the reconciler every
  * RECONCILE_INTERVAL_MS, and stops everything it started on Ctrl-C.
  */
-import { loadConfig } from "../supabase/functions/_shared/config.ts";
+import { loadConfig, LOCAL_JWT_ISSUER } from "../supabase/functions/_shared/config.ts";
 import { describeError } from "../supabase/functions/_shared/log.ts";
 import { closeServices, createServices } from "../supabase/functions/_shared/services.ts";
 import { createVmApi } from "../supabase/functions/vm-api/handler.ts";
@@ -15,6 +15,7 @@ import { createVmReporter } from "../supabase/functions/vm-reporter/handler.ts";
 import { readApiSettings } from "./lib/api_settings.ts";
 import { createGateway, type DataApiRoute } from "./lib/gateway.ts";
 import { mintApiKey } from "./lib/jwt.ts";
+import { createLocalAuth } from "./lib/local_auth.ts";
 import { LocalFleet } from "./lib/local_fleet.ts";
 import { openLocalDatabase } from "./lib/local_database.ts";
 import { migrate } from "./lib/migrations.ts";
@@ -59,6 +60,7 @@ const server = Deno.serve(
       );
       say(`API URL:       http://127.0.0.1:${port}`);
       say(`REST URL:      http://127.0.0.1:${port}/rest/v1` + (dataApi ? "" : " (not running)"));
+      say(`Auth URL:      http://127.0.0.1:${port}/auth/v1 (local sign-in: demo@example.test)`);
       say(`DB URL:        ${redactPassword(database.url)}`);
       if (dataApi) {
         say(`anon key:      ${dataApi.keys.anon}`);
@@ -82,6 +84,17 @@ const server = Deno.serve(
       webhooks: createWebhooksApi(services),
     },
     ...(dataApi ? { dataApi: dataApi.route } : {}),
+    ...(config.jwt.secret
+      ? {
+        auth: createLocalAuth({
+          sql: services.sql,
+          jwtSecret: config.jwt.secret,
+          issuer: config.jwt.issuer ?? LOCAL_JWT_ISSUER,
+          accessTokenSeconds: config.local.authJwtExpirySeconds,
+          onError: (error) => services.log.error("local sign-in failed", describeError(error)),
+        }),
+      }
+      : {}),
   }),
 );
 

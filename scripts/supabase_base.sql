@@ -79,3 +79,27 @@ alter role current_user set search_path = "$user", public, extensions;
 create schema if not exists graphql_public;
 grant usage on schema graphql_public to anon, authenticated, service_role;
 grant usage on schema extensions to anon, authenticated, service_role;
+
+-- What the local sign-in (scripts/lib/local_auth.ts) reads and writes, named as Supabase Auth
+-- names them: a bcrypt `encrypted_password` (pgcrypto's crypt, as Supabase Auth stores it), the
+-- sessions, and their refresh tokens (stored here as SHA-256 only).
+create extension if not exists pgcrypto with schema extensions;
+alter table auth.users add column if not exists encrypted_password text;
+alter table auth.users add column if not exists last_sign_in_at timestamptz;
+alter table auth.users add column if not exists email_confirmed_at timestamptz;
+alter table auth.users add column if not exists aud text;
+alter table auth.users add column if not exists role text;
+create table if not exists auth.sessions (
+  id uuid primary key,
+  user_id uuid not null references auth.users (id) on delete cascade,
+  created_at timestamptz not null default now(),
+  refreshed_at timestamptz
+);
+create table if not exists auth.refresh_tokens (
+  token_hash bytea primary key,
+  session_id uuid not null references auth.sessions (id) on delete cascade,
+  revoked boolean not null default false,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now()
+);
+create index if not exists refresh_tokens_session_id_idx on auth.refresh_tokens (session_id);

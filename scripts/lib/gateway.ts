@@ -1,10 +1,11 @@
 /**
  * One port for the whole local stack, routed as the Supabase gateway routes it:
- * `/functions/v1/<name>/...` goes to that function's handler and `/rest/v1/...` to the Data API
- * (PostgREST). The Data API takes the `apikey` header (or query parameter) as the gateway does: it
+ * `/functions/v1/<name>/...` goes to that function's handler, `/rest/v1/...` to the Data API
+ * (PostgREST), `/auth/v1/...` to the local sign-in, and anything else to the dashboard's files.
+ * The Data API and Auth take the `apikey` header (or query parameter) as the gateway does: it
  * must be an API key (a JWT with role `anon` or `service_role` signed with the project's JWT
- * secret); without an `Authorization` header the request runs with the API key's role, with a
- * user's JWT there it runs as that user (PostgREST verifies it).
+ * secret); without an `Authorization` header a Data API request runs with the API key's role, with
+ * a user's JWT there it runs as that user (PostgREST verifies it).
  */
 import { jwtVerify } from "jose";
 import { json } from "../../supabase/functions/_shared/http.ts";
@@ -21,6 +22,10 @@ export interface GatewayOptions {
   functions: Record<string, Handler>;
   /** Absent: `/rest/v1` answers 503 saying the Data API is not running. */
   dataApi?: DataApiRoute;
+  /** Supabase Auth's routes (`/auth/v1/...`), behind the same API key check as the Data API. */
+  auth?: Handler;
+  /** Everything else: the reference dashboard's files. */
+  site?: Handler;
 }
 
 const API_KEY_ROLES = new Set(["anon", "service_role"]);
@@ -29,53 +34,62 @@ const HOP_BY_HOP = ["connection", "keep-alive", "transfer-encoding", "upgrade", 
 
 export function createGateway(options: GatewayOptions): Handler {
   const dataApi = options.dataApi ? proxyDataApi(options.dataApi) : dataApiAbsent;
+  const auth = options.auth && options.dataApi
+    ? behindApiKey(options.dataApi.jwtSecret, options.auth)
+    : authAbsent;
   return (request) => {
     const [, prefix, version, name] = new URL(request.url).pathname.split("/");
     if (prefix === "rest" && version === "v1") return dataApi(request);
-    const handler = prefix === "functions" && version === "v1" && name !== undefined
-      ? options.functions[name]
-      : undefined;
-    if (!handler) return json({ error: "Function not found" }, 404);
-    return handler(request);
+    if (prefix === "auth" && version === "v1") return auth(request);
+    if (prefix === "functions" && version === "v1") {
+      const handler = name === undefined ? undefined : options.functions[name];
+      return handler ? handler(request) : json({ error: "Function not found" }, 404);
+    }
+    return options.site ? options.site(request) : json({ error: "Not found" }, 404);
   };
+}
+
+function authAbsent(): Response {
+  return json({ msg: "Sign-in is not running in this local stack" }, 503);
 }
 
 function dataApiAbsent(): Response {
   return json({ message: "The Data API is not running in this local stack" }, 503);
 }
 
-function proxyDataApi(route: DataApiRoute): Handler {
-  const secret = new TextEncoder().encode(route.jwtSecret);
-  const apiKeyRole = async (key: string): Promise<string | undefined> => {
+/** The gateway's API key check in front of a route; preflights carry no credentials. */
+function behindApiKey(jwtSecret: string, next: Handler): Handler {
+  const secret = new TextEncoder().encode(jwtSecret);
+  const isApiKey = async (key: string): Promise<boolean> => {
     try {
       const { payload } = await jwtVerify(key, secret, { algorithms: ["HS256"] });
-      return typeof payload.role === "string" && API_KEY_ROLES.has(payload.role)
-        ? payload.role
-        : undefined;
+      return typeof payload.role === "string" && API_KEY_ROLES.has(payload.role);
     } catch {
-      return undefined;
+      return false;
     }
   };
-
   return async (request) => {
-    const url = new URL(request.url);
-    // Preflights carry no credentials; PostgREST answers them with its CORS headers.
-    if (request.method !== "OPTIONS") {
-      const key = request.headers.get("apikey") ?? url.searchParams.get("apikey");
-      if (!key) {
-        return json({
-          message: "No API key found in request",
-          hint: "No `apikey` request header or url param was found.",
-        }, 401);
-      }
-      if (!(await apiKeyRole(key))) {
-        return json({
-          message: "Invalid API key",
-          hint: "Double check your Supabase `anon` or `service_role` API key.",
-        }, 401);
-      }
+    if (request.method === "OPTIONS") return next(request);
+    const key = request.headers.get("apikey") ?? new URL(request.url).searchParams.get("apikey");
+    if (!key) {
+      return json({
+        message: "No API key found in request",
+        hint: "No `apikey` request header or url param was found.",
+      }, 401);
     }
+    if (!(await isApiKey(key))) {
+      return json({
+        message: "Invalid API key",
+        hint: "Double check your Supabase `anon` or `service_role` API key.",
+      }, 401);
+    }
+    return next(request);
+  };
+}
 
+function proxyDataApi(route: DataApiRoute): Handler {
+  return behindApiKey(route.jwtSecret, async (request) => {
+    const url = new URL(request.url);
     const headers = new Headers(request.headers);
     for (const name of HOP_BY_HOP) headers.delete(name);
     const key = headers.get("apikey") ?? url.searchParams.get("apikey");
@@ -100,5 +114,5 @@ function proxyDataApi(route: DataApiRoute): Handler {
         "retry-after": "1",
       });
     }
-  };
+  });
 }

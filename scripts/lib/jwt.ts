@@ -10,6 +10,8 @@ export interface MintOptions {
   /** Seconds from now; negative for an already expired token. */
   expiresIn?: number;
   email?: string;
+  /** The Supabase Auth session the token belongs to (a fresh id when absent). */
+  sessionId?: string;
 }
 
 export function mintUserJwt(userId: string, options: MintOptions = {}): Promise<string> {
@@ -17,7 +19,7 @@ export function mintUserJwt(userId: string, options: MintOptions = {}): Promise<
   return new SignJWT({
     role: options.role ?? "authenticated",
     aal: "aal1",
-    session_id: crypto.randomUUID(),
+    session_id: options.sessionId ?? crypto.randomUUID(),
     ...(options.email ? { email: options.email } : {}),
   })
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })

@@ -37,7 +37,7 @@ export async function applyBaseObjects(
   log: (line: string) => void = () => {},
 ): Promise<void> {
   const [{ has_base }] = await sql<[{ has_base: boolean }]>`
-    select to_regclass('auth.users') is not null
+    select to_regclass('auth.refresh_tokens') is not null
        and exists (select 1 from pg_roles where rolname = 'authenticator')
        and to_regnamespace('graphql_public') is not null as has_base`;
   if (has_base) return;

@@ -22,6 +22,7 @@ Deno.test("loadConfig() applies the contract's defaults", () => {
     stopMs: 2000,
     deleteMs: 2000,
     vmRoot: ".local/vms",
+    authJwtExpirySeconds: 3600,
   });
   assert.equal(config.requestDeadlineMs, 10_000);
   assert.equal(config.dbStatementTimeoutMs, 8_000);

@@ -60,6 +60,7 @@ const EnvSchema = z.object({
   LOCAL_VM_ROOT: z.string().min(1).default(".local/vms"),
   LOCAL_VM_STOP_MS: nonNegativeInt(2000),
   LOCAL_VM_DELETE_MS: nonNegativeInt(2000),
+  LOCAL_AUTH_JWT_EXPIRY_SECONDS: positiveInt(3600),
   RECONCILE_INTERVAL_MS: positiveInt(2000),
   RECONCILER_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   COMPUTE_LEASE_SECONDS: positiveInt(30),
@@ -130,6 +131,8 @@ export interface Config {
     deleteMs: number;
     /** Where each simulated VM keeps its directories (boot data, state, workspace). */
     vmRoot: string;
+    /** Lifetime of the access tokens the local sign-in issues (Supabase Auth's JWT expiry). */
+    authJwtExpirySeconds: number;
   };
   reconcileIntervalMs: number;
   /** Bearer secret of the vm-reconciler function; unset: the function refuses every call. */
@@ -253,6 +256,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
       stopMs: e.LOCAL_VM_STOP_MS,
       deleteMs: e.LOCAL_VM_DELETE_MS,
       vmRoot: e.LOCAL_VM_ROOT,
+      authJwtExpirySeconds: e.LOCAL_AUTH_JWT_EXPIRY_SECONDS,
     },
     reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
     ...(e.RECONCILER_SECRET ? { reconcilerSecret: e.RECONCILER_SECRET } : {}),
