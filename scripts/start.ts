@@ -16,6 +16,8 @@ import { readApiSettings } from "./lib/api_settings.ts";
 import { createGateway, type DataApiRoute } from "./lib/gateway.ts";
 import { mintApiKey } from "./lib/jwt.ts";
 import { createLocalAuth } from "./lib/local_auth.ts";
+import { ensureDashboard } from "./lib/dashboard_build.ts";
+import { createDashboardSite } from "./lib/dashboard_site.ts";
 import { LocalFleet } from "./lib/local_fleet.ts";
 import { openLocalDatabase } from "./lib/local_database.ts";
 import { migrate } from "./lib/migrations.ts";
@@ -34,6 +36,7 @@ if (database.fresh) {
 }
 
 const config = loadConfig({ ...Deno.env.toObject(), DATABASE_URL: database.url });
+await ensureDashboard(say);
 const dataApi = await openDataApi();
 // The local driver's VMs get simulated agents; the fleet needs the services it is a hook of.
 let fleet: LocalFleet | undefined;
@@ -58,6 +61,7 @@ const server = Deno.serve(
       fleet?.start(`${base}/vm-reporter`).catch((error) =>
         services.log.error("simulated agents could not start", describeError(error))
       );
+      say(`Dashboard URL: http://127.0.0.1:${port}/` + (dataApi ? "" : " (needs the Data API)"));
       say(`API URL:       http://127.0.0.1:${port}`);
       say(`REST URL:      http://127.0.0.1:${port}/rest/v1` + (dataApi ? "" : " (not running)"));
       say(`Auth URL:      http://127.0.0.1:${port}/auth/v1 (local sign-in: demo@example.test)`);
@@ -84,6 +88,7 @@ const server = Deno.serve(
       webhooks: createWebhooksApi(services),
     },
     ...(dataApi ? { dataApi: dataApi.route } : {}),
+    ...(dataApi ? { site: createDashboardSite(dataApi.keys.anon) } : {}),
     ...(config.jwt.secret
       ? {
         auth: createLocalAuth({

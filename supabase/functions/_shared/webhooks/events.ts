@@ -5,13 +5,16 @@
  * (public.events, by trigger); these say what a receiver gets.
  */
 import { z } from "zod";
+import type { EventType } from "./event_types.ts";
+
+export { type EventType, SUBSCRIBABLE_EVENT_TYPES } from "./event_types.ts";
 
 const uuid = z.uuid();
 const at = z.iso.datetime({ offset: true });
 const ids = { organization_id: uuid };
 const projectIds = { organization_id: uuid, project_id: uuid };
 
-export const EVENT_DATA = {
+export const EVENT_DATA: Record<EventType, z.ZodObject> = {
   "project.created": z.object({
     ...projectIds,
     name: z.string(),
@@ -60,13 +63,7 @@ export const EVENT_DATA = {
   }),
   "agents.silent": z.object({ ...projectIds, silent_since: at }),
   "webhook.test": z.object(ids),
-} as const;
-
-export type EventType = keyof typeof EVENT_DATA;
-
-/** What an endpoint may subscribe to (a test event goes only where the `test` action sends it). */
-export const SUBSCRIBABLE_EVENT_TYPES = (Object.keys(EVENT_DATA) as EventType[])
-  .filter((type) => type !== "webhook.test");
+};
 
 /** The body of every delivery: Standard Webhooks' `{type, timestamp, data}`. */
 export function deliveryBody<T extends EventType>(type: T) {

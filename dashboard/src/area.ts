@@ -1,0 +1,28 @@
+/** What every area gets, and what it gives back: a refresh the page's one clock calls. */
+import type { DashboardClient, Membership, Project } from "./data.ts";
+import type { FeedEvent } from "./live.ts";
+
+export interface AreaContext {
+  client: DashboardClient;
+  userId: string;
+  membership: Membership;
+  /** The selected project (absent for the organization's areas). */
+  project: Project | undefined;
+  say(message: string): void;
+  fail(error: unknown): void;
+  /** After the user's own change: refresh now rather than on the next tick. */
+  changed(): Promise<void>;
+}
+
+export interface Area {
+  refresh(events: FeedEvent[]): Promise<void>;
+}
+
+export type MountArea = (root: HTMLElement, context: AreaContext) => Area;
+
+/** Whether a tick's events touch this project (or, without a project, the organization). */
+export function touches(events: FeedEvent[], projectId: string | undefined, prefix = ""): boolean {
+  return events.some((event) =>
+    (projectId === undefined || event.project_id === projectId) && event.type.startsWith(prefix)
+  );
+}

@@ -1,0 +1,50 @@
+/** Logs: the VM's requests and its agents' audit events in one feed, filtered by severity. */
+import type { MountArea } from "../area.ts";
+import { newest } from "../data.ts";
+import { badge, h, show, table, when } from "../ui.ts";
+
+const SEVERITIES = ["", "error", "warn", "info", "debug"];
+
+export const mountLogs: MountArea = (root, context) => {
+  const { client, project } = context;
+  const list = h("div", {});
+  const severity = h(
+    "select",
+    { id: "severity", onchange: () => void area.refresh().catch(context.fail) },
+    ...SEVERITIES.map((value) => h("option", { value }, value || "All")),
+  );
+  show(
+    root,
+    h(
+      "div",
+      { class: "row" },
+      h("h2", {}, "Logs"),
+      h("label", { for: "severity" }, "Severity"),
+      severity,
+    ),
+    list,
+  );
+  const area = {
+    async refresh() {
+      const rows = await newest(
+        client,
+        "project_logs",
+        project!.id,
+        "occurred_at",
+        100,
+        severity.value ? { severity: severity.value } : {},
+      );
+      show(
+        list,
+        table(
+          ["When", "Severity", "Source", "Entry"],
+          rows.map((
+            row,
+          ) => [when(row.occurred_at), badge(row.severity), row.source ?? "", row.summary ?? ""]),
+          severity.value ? `The latest 100 ${severity.value} entries` : "The latest 100 entries",
+        ),
+      );
+    },
+  };
+  return area;
+};

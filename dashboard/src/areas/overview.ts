@@ -1,0 +1,27 @@
+/** Overview: what happened to the project and what its agents did, newest first. */
+import type { MountArea } from "../area.ts";
+import { newest } from "../data.ts";
+import { badge, h, show, table, when } from "../ui.ts";
+
+export const mountOverview: MountArea = (root, { client, project }) => {
+  const feed = h("div", {});
+  show(root, h("h2", {}, "Activity"), feed);
+  return {
+    async refresh() {
+      const rows = await newest(client, "project_activity_feed", project!.id, "occurred_at", 50);
+      show(
+        feed,
+        table(
+          ["When", "What", "Who", "Severity"],
+          rows.map((row) => [
+            when(row.occurred_at),
+            row.action ?? "",
+            row.agent ?? (row.source === "activity" ? "platform" : ""),
+            badge(row.severity),
+          ]),
+          "The latest 50 entries",
+        ),
+      );
+    },
+  };
+};

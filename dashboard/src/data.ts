@@ -1,0 +1,112 @@
+/**
+ * Everything the dashboard reads and writes, in one module the areas call: the typed dashboard
+ * client (vm-api and webhooks through `functions.invoke`, the RPCs, the read models) plus the few
+ * plain table reads under RLS. Nothing here is private to the dashboard.
+ */
+import {
+  type DashboardClient,
+  DashboardError,
+  type ReadModel,
+  readModel,
+} from "../../supabase/client/dashboard.ts";
+import type { Tables } from "../../supabase/types/database.ts";
+
+export * from "../../supabase/client/dashboard.ts";
+
+export type Project = Tables<"projects">;
+export type Approval = Tables<"approvals">;
+export interface Membership {
+  organization_id: string;
+  role: string;
+  name: string;
+}
+
+function rows<T>(
+  answer: { data: T[] | null; error: { message: string; code?: string } | null; status: number },
+): T[] {
+  if (answer.error) {
+    throw new DashboardError(answer.status, answer.error.message, answer.error.code ?? null);
+  }
+  return answer.data ?? [];
+}
+
+/** The organizations the user belongs to, with their role in each. */
+export async function memberships(client: DashboardClient, userId: string): Promise<Membership[]> {
+  const found = rows(
+    await client.from("organization_members").select("organization_id, role, organizations(name)")
+      .eq("user_id", userId),
+  ) as unknown as {
+    organization_id: string;
+    role: string;
+    organizations: { name: string } | null;
+  }[];
+  return found
+    .map((m) => ({
+      organization_id: m.organization_id,
+      role: m.role,
+      name: m.organizations?.name ?? "",
+    }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The organization's projects the user is a member of, newest first. */
+export async function projects(
+  client: DashboardClient,
+  organizationId: string,
+): Promise<Project[]> {
+  return rows(
+    await client.from("projects").select("*").eq("organization_id", organizationId)
+      .order("created_at", { ascending: false }),
+  );
+}
+
+/** Pending, unexpired approvals of the given projects, oldest first (Needs You). */
+export async function pendingApprovals(
+  client: DashboardClient,
+  projectIds: string[],
+): Promise<Approval[]> {
+  if (projectIds.length === 0) return [];
+  return rows(
+    await client.from("approvals").select("*").in("project_id", projectIds).eq("status", "pending")
+      .gt("expires_at", new Date().toISOString()).order("created_at"),
+  );
+}
+
+/** A project's rows of a read model, newest first by `column`, at most `limit`. */
+export async function newest<M extends ReadModel>(
+  client: DashboardClient,
+  model: M,
+  projectId: string,
+  column: string,
+  limit = 100,
+  filters: Record<string, string> = {},
+): Promise<Tables<M>[]> {
+  // Typed per read model by the caller's `model`; postgrest-js types `from()` per literal name.
+  let query = (client as unknown as DashboardClient).from(model as "approvals").select("*")
+    .eq("project_id", projectId);
+  for (const [name, value] of Object.entries(filters)) query = query.eq(name, value);
+  return rows(await query.order(column, { ascending: false }).limit(limit)) as unknown as Tables<
+    M
+  >[];
+}
+
+export async function taskMetrics(client: DashboardClient, projectId: string) {
+  return rows(
+    await client.from("task_metrics").select("*").eq("project_id", projectId)
+      .order("reported_at", { ascending: false }).limit(200),
+  );
+}
+
+export async function productivityMetrics(client: DashboardClient, projectId: string) {
+  return rows(
+    await client.from("productivity_metrics").select("*").eq("project_id", projectId)
+      .order("reported_at", { ascending: false }).limit(200),
+  );
+}
+
+/** Cost per project of every project the user sees (RLS decides which). */
+export async function costByProject(client: DashboardClient) {
+  return rows(await client.from("cost_by_project").select("*"));
+}
+
+export { readModel };

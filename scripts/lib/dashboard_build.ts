@@ -1,0 +1,74 @@
+/**
+ * Builds the reference dashboard into `dashboard/dist/` (index.html, styles.css and app.js, the
+ * TypeScript bundled for browsers by `deno bundle` with the repository's import map): what
+ * `deno task dashboard` does, and what `deno task start` does when the bundle is older than its
+ * sources.
+ */
+const root = new URL("../../", import.meta.url);
+export const DASHBOARD_DIST = new URL("dashboard/dist/", root);
+
+/** What the bundle is made of: the dashboard and the shared client, types and event names. */
+const SOURCES = [
+  "dashboard/",
+  "supabase/client/",
+  "supabase/types/",
+  "supabase/functions/_shared/webhooks/event_types.ts",
+];
+
+async function newestSource(path: URL): Promise<number> {
+  const info = await Deno.stat(path);
+  if (!info.isDirectory) return info.mtime?.getTime() ?? 0;
+  let newest = 0;
+  for await (const entry of Deno.readDir(path)) {
+    if (entry.name === "dist") continue;
+    const child = new URL(entry.isDirectory ? `${entry.name}/` : entry.name, path);
+    newest = Math.max(newest, await newestSource(child));
+  }
+  return newest;
+}
+
+export async function dashboardIsStale(): Promise<boolean> {
+  let built: number;
+  try {
+    built = (await Deno.stat(new URL("app.js", DASHBOARD_DIST))).mtime?.getTime() ?? 0;
+  } catch {
+    return true;
+  }
+  for (const source of SOURCES) {
+    if (await newestSource(new URL(source, root)) > built) return true;
+  }
+  return false;
+}
+
+export async function buildDashboard(log: (line: string) => void): Promise<void> {
+  await Deno.mkdir(DASHBOARD_DIST, { recursive: true });
+  const result = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "bundle",
+      "--quiet",
+      "--platform",
+      "browser",
+      "--minify",
+      "--sourcemap",
+      "linked",
+      "-o",
+      new URL("app.js", DASHBOARD_DIST).pathname,
+      "dashboard/src/main.ts",
+    ],
+    cwd: root.pathname,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!result.success) {
+    throw new Error(`the dashboard did not build:\n${new TextDecoder().decode(result.stderr)}`);
+  }
+  for (const file of ["index.html", "styles.css"]) {
+    await Deno.copyFile(new URL(`dashboard/${file}`, root), new URL(file, DASHBOARD_DIST));
+  }
+  log(`dashboard built into dashboard/dist/`);
+}
+
+/** Builds the dashboard when its sources changed since the last build. */
+export async function ensureDashboard(log: (line: string) => void): Promise<void> {
+  if (await dashboardIsStale()) await buildDashboard(log);
+}
