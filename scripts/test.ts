@@ -1,15 +1,20 @@
 /**
  * `deno task test`: type check, then every Deno test (the per-route and per-action files beside
  * the code in `supabase/functions/`, unit, integration, and the pgTAP files in
- * `supabase/tests/database/`) against a throw-away PostgreSQL cluster that shares nothing with
- * `deno task start`. Extra arguments go to `deno test` (e.g. a file or `--filter`).
+ * `supabase/tests/database/`, the dashboard's in Chromium) against a throw-away PostgreSQL cluster
+ * that shares nothing with `deno task start`. Extra arguments go to `deno test` (e.g. a file or `--filter`).
  */
+import { ensureChromium } from "./lib/chromium.ts";
+import { buildDashboard } from "./lib/dashboard_build.ts";
 import { ensurePgTap } from "./lib/pgtap.ts";
 import { startThrowawayDatabase } from "./lib/throwaway_database.ts";
 
 const say = (line: string) => console.log(`[test] ${line}`);
 
 await ensurePgTap(say);
+await ensureChromium(say);
+// Built once here, so the servers the tests start find it fresh and never build it side by side.
+await buildDashboard(say);
 const check = await run("deno", ["task", "check"]);
 if (check !== 0) Deno.exit(check);
 

@@ -249,7 +249,11 @@ export async function startApp(
   }
 
   async function projectHeader(project: Project): Promise<HTMLElement> {
-    const status = await projectStatus(client, { project_id: project.id });
+    // The row is what the Data API shows; vm-api is asked only whether a project waiting for the
+    // platform is stuck (its sentence), so steady pages spend none of the user's vm-api budget.
+    const stuck = project.is_transitional
+      ? (await projectStatus(client, { project_id: project.id })).message
+      : undefined;
     const action = (label: string, run: () => Promise<unknown>, enabled: boolean) =>
       h("button", {
         type: "button",
@@ -264,29 +268,28 @@ export async function startApp(
           }
         },
       }, label);
-    const settled = status.project.status;
     return h(
       "div",
       { class: "project-header" },
-      h("h1", {}, status.project.name),
+      h("h1", {}, project.name),
       h("span", { class: "label" }, "Status"),
-      badge(settled),
+      badge(project.status),
       h("span", { class: "label" }, "Health"),
-      badge(status.project.health_status),
-      h("span", { class: "meta" }, `${status.project.region} · ${status.project.vm_size}`),
+      badge(project.health_status),
+      h("span", { class: "meta" }, `${project.region} · ${project.vm_size}`),
       action(
         "Start",
         () => startProject(client, { project_id: project.id }),
-        settled === "stopped",
+        project.status === "stopped",
       ),
       action(
         "Stop",
         () => stopProject(client, { project_id: project.id }),
-        settled === "active" || settled === "running",
+        project.status === "active" || project.status === "running",
       ),
-      status.message ? h("p", { class: "stuck", role: "alert" }, status.message) : null,
-      status.project.last_error
-        ? h("p", { class: "error-text" }, `Last error: ${status.project.last_error}`)
+      stuck ? h("p", { class: "stuck", role: "alert" }, stuck) : null,
+      project.last_error
+        ? h("p", { class: "error-text" }, `Last error: ${project.last_error}`)
         : null,
     );
   }

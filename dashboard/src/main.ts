@@ -26,11 +26,13 @@ async function boot(): Promise<void> {
   let stop: (() => void) | undefined;
   let hadSession = localStorage.getItem(STORAGE_KEY) !== null;
   let userSignedOut = false;
+  let signInShown = false;
 
   const toSignIn = (notice: string) => {
     stop?.();
     stop = undefined;
     shownFor = undefined;
+    signInShown = true;
     signIn(root, client, notice);
   };
   const signOut = () => {
@@ -46,11 +48,13 @@ async function boot(): Promise<void> {
         const ended = hadSession && !userSignedOut;
         hadSession = false;
         userSignedOut = false;
-        toSignIn(ended ? "Your session has ended: sign in again." : "");
+        // supabase-js may tell twice (SIGNED_OUT, then INITIAL_SESSION): keep what was said.
+        if (ended || !signInShown) toSignIn(ended ? "Your session has ended: sign in again." : "");
         return;
       }
       hadSession = true;
       if (shownFor === session.user.id) return;
+      signInShown = false;
       stop?.();
       shownFor = session.user.id;
       try {

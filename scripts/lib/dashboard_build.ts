@@ -42,6 +42,8 @@ export async function dashboardIsStale(): Promise<boolean> {
 
 export async function buildDashboard(log: (line: string) => void): Promise<void> {
   await Deno.mkdir(DASHBOARD_DIST, { recursive: true });
+  // Written beside and renamed into place: a server reading app.js never sees half of it.
+  const building = new URL(`app.${crypto.randomUUID()}.js`, DASHBOARD_DIST);
   const result = await new Deno.Command(Deno.execPath(), {
     args: [
       "bundle",
@@ -49,10 +51,8 @@ export async function buildDashboard(log: (line: string) => void): Promise<void>
       "--platform",
       "browser",
       "--minify",
-      "--sourcemap",
-      "linked",
       "-o",
-      new URL("app.js", DASHBOARD_DIST).pathname,
+      building.pathname,
       "dashboard/src/main.ts",
     ],
     cwd: root.pathname,
@@ -60,11 +60,15 @@ export async function buildDashboard(log: (line: string) => void): Promise<void>
     stderr: "piped",
   }).output();
   if (!result.success) {
+    await Deno.remove(building).catch(() => {});
     throw new Error(`the dashboard did not build:\n${new TextDecoder().decode(result.stderr)}`);
   }
   for (const file of ["index.html", "styles.css"]) {
-    await Deno.copyFile(new URL(`dashboard/${file}`, root), new URL(file, DASHBOARD_DIST));
+    const copy = new URL(`${file}.${crypto.randomUUID()}`, DASHBOARD_DIST);
+    await Deno.copyFile(new URL(`dashboard/${file}`, root), copy);
+    await Deno.rename(copy, new URL(file, DASHBOARD_DIST));
   }
+  await Deno.rename(building, new URL("app.js", DASHBOARD_DIST));
   log(`dashboard built into dashboard/dist/`);
 }
 

@@ -20,7 +20,6 @@ const FILES: Record<string, [string, string]> = {
   "/": ["index.html", "text/html; charset=utf-8"],
   "/index.html": ["index.html", "text/html; charset=utf-8"],
   "/app.js": ["app.js", "text/javascript; charset=utf-8"],
-  "/app.js.map": ["app.js.map", "application/json"],
   "/styles.css": ["styles.css", "text/css; charset=utf-8"],
 };
 

@@ -1,0 +1,311 @@
+/**
+ * The reference dashboard in a real browser (Debian's Chromium) against the real local stack: a
+ * person signs in, creates a project and watches it come up, talks to its agents, decides what
+ * they ask, edits their persona, reads logs, reports and costs, and stops, starts and deletes it;
+ * someone else sees none of it. Every area is photographed under test-results/dashboard/.
+ */
+import assert from "node:assert/strict";
+import type { Page } from "puppeteer-core";
+import { seed } from "../../scripts/lib/seed.ts";
+import {
+  control,
+  launchBrowser,
+  openPage,
+  screenshot,
+  until,
+  waitForText,
+} from "../helpers/browser.ts";
+import { createTestDatabase } from "../helpers/database.ts";
+import { startServer } from "../helpers/server.ts";
+import { eventually } from "../helpers/vm_api.ts";
+
+const FAST = {
+  LOCAL_VM_BOOT_MS: "300",
+  LOCAL_VM_STOP_MS: "300",
+  LOCAL_VM_DELETE_MS: "300",
+  LOCAL_AGENT_CYCLE_MS: "300",
+  RECONCILE_INTERVAL_MS: "200",
+  VM_REPORTER_RATE_LIMIT: "100000",
+};
+
+async function signIn(page: Page, email: string, password: string): Promise<void> {
+  await page.locator("#email").fill(email);
+  await page.locator("#password").fill(password);
+  await control(page, "Sign in").click();
+}
+
+Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
+  await using db = await createTestDatabase();
+  await seed(db.url);
+  const vmRoot = await Deno.makeTempDir({ prefix: "vm-service-dashboard-vms-" });
+  await using server = await startServer(db.url, { ...FAST, LOCAL_VM_ROOT: vmRoot });
+  await using browser = await launchBrowser();
+  const page = await openPage(browser, `${server.origin}/`);
+  const problems: string[] = [];
+  page.on("pageerror", (error) => problems.push(String(error)));
+  let projectId = "";
+  const workspace = () => `${vmRoot}/${projectId}/workspace`;
+
+  await t.step("the page is served with a strict Content-Security-Policy", async () => {
+    const response = await fetch(`${server.origin}/`);
+    await response.body?.cancel();
+    const csp = response.headers.get("content-security-policy") ?? "";
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.match(csp, /frame-ancestors 'none'/);
+  });
+
+  await t.step("a wrong password is told plainly; the right one signs in", async () => {
+    await page.waitForSelector("#email");
+    await screenshot(page, "00-sign-in");
+    await signIn(page, "demo@example.test", "not-the-password");
+    await waitForText(page, ".sign-in [role=alert]", "Invalid login credentials");
+    await signIn(page, "demo@example.test", "demo-password");
+    await waitForText(page, "header.top", "demo@example.test");
+    await control(page, "Create project").wait();
+  });
+
+  await t.step("a project created here becomes active and healthy without a reload", async () => {
+    await page.locator("#new-name").fill("Browser project");
+    await control(page, "Create project").click();
+    await waitForText(page, ".project-header", "provisioning", 10_000);
+    await until(
+      page,
+      `(document.querySelector(".project-header")?.textContent ?? "").includes("active") &&
+       (document.querySelector(".project-header")?.textContent ?? "").includes("healthy")`,
+    );
+    [{ id: projectId }] = await db.sql<[{ id: string }]>`select id from public.projects`;
+    await screenshot(page, "01-overview");
+  });
+
+  await t.step("Agents lists the team with their status and tasks", async () => {
+    await control(page, "Agents", "tab").click();
+    await waitForText(page, "#area table", "lead");
+    const text = await page.$eval("#area", (e) => e.textContent ?? "");
+    assert.match(text, /task-\d+/, "a current task is shown");
+    await screenshot(page, "02-agents");
+  });
+
+  await t.step("a Chat message lands in the VM's inbox/", async () => {
+    await control(page, "Chat", "tab").click();
+    await waitForText(page, "#area", "may not reply yet");
+    const landed = watchFor(`${workspace()}`, /\/inbox\/[^/]+\.json$/);
+    await page.locator("#message").fill("Please write the release notes");
+    await control(page, "Send").click();
+    const file = await landed;
+    assert.match(file, /inbox/);
+    await waitForText(page, ".thread", "Please write the release notes");
+    await screenshot(page, "03-chat");
+  });
+
+  await t.step(
+    "an approval the VM asks for appears under Needs You and is approved there",
+    async () => {
+      await until(page, `Number(document.querySelector("#needs-you-count")?.textContent) > 0`);
+      await control(page, "Needs You").click();
+      await waitForText(page, ".approvals", "merge_to_main");
+      await screenshot(page, "04-needs-you");
+      const first = await page.$eval(".approval", (e) => e.getAttribute("aria-label"));
+      assert.ok(first);
+      await page.locator(".approval .decide input").fill("Ship it");
+      await page.locator(".approval .decide button").click(); // Approve, the first button
+      const decided = await eventually(async () => {
+        const [row] = await db.sql`
+        select status, decision_comment from public.approvals
+        where project_id = ${projectId} and status <> 'pending' order by decided_at desc limit 1`;
+        return row;
+      });
+      assert.deepEqual({ ...decided }, { status: "approved", decision_comment: "Ship it" });
+      // The VM carries it out and says so.
+      await eventually(async () => {
+        const [row] = await db.sql`
+        select outcome from public.approvals where project_id = ${projectId}
+          and status = 'approved' and outcome is not null`;
+        return row;
+      });
+    },
+  );
+
+  await t.step("Approvals shows the decision and what the agent did", async () => {
+    await page.locator(".project-link").click();
+    await control(page, "Approvals", "tab").click();
+    await waitForText(page, ".approvals", "Ship it");
+    await screenshot(page, "05-approvals");
+  });
+
+  await t.step("a SOUL.md saved in Config lands in the VM's persona/", async () => {
+    await control(page, "Config", "tab").click();
+    await waitForText(page, "#area", "next cycle");
+    await page.locator("#persona").fill("# Soul\nBe careful with production.");
+    await control(page, "Save").click();
+    const content = await eventually(async () => {
+      try {
+        return await Deno.readTextFile(`${workspace()}/persona/SOUL.md`);
+      } catch {
+        return undefined;
+      }
+    });
+    assert.equal(content, "# Soul\nBe careful with production.");
+    await waitForText(page, "#area table", "1");
+    await screenshot(page, "06-config");
+  });
+
+  await t.step("Logs filtered to errors shows errors only", async () => {
+    // An agent's error, as its audit report would bring it.
+    await db.sql`insert into public.audit_events (project_id, agent, action, severity)
+      values (${projectId}, 'lead', 'deploy_failed', 'error')`;
+    await control(page, "Logs", "tab").click();
+    await waitForText(page, "#area table", "commit_pushed");
+    await page.select("#severity", "error");
+    await until(
+      page,
+      `[...document.querySelectorAll("#area tbody tr td:nth-child(2)")]
+        .every((cell) => cell.textContent.trim() === "error") &&
+       document.querySelector("#area table")?.textContent.includes("deploy_failed")`,
+    );
+    const severities = await page.$$eval(
+      "#area tbody tr td:nth-child(2)",
+      (cells) => cells.map((c) => c.textContent?.trim()),
+    );
+    assert.ok(severities.length > 0);
+    assert.ok(severities.every((s) => s === "error"), severities.join(","));
+    await screenshot(page, "07-logs-errors");
+  });
+
+  await t.step("Reports charts what the agents did", async () => {
+    await control(page, "Reports", "tab").click();
+    await page.waitForSelector("#area svg.chart");
+    await screenshot(page, "08-reports");
+  });
+
+  await t.step("Costs shows what the reported CLI sessions cost", async () => {
+    await control(page, "Costs", "tab").click();
+    await waitForText(page, "#area table", "Browser project");
+    const amounts = await page.$$eval(
+      "#area td",
+      (cells) =>
+        cells.map((c) => c.textContent ?? "").filter((t) => t.startsWith("$")).map((t) =>
+          Number(t.slice(1))
+        ),
+    );
+    assert.ok(amounts.some((amount) => amount > 0), `costs shown: ${amounts.join(", ")}`);
+    await screenshot(page, "09-costs");
+  });
+
+  await t.step("the page follows the data without a request storm", async () => {
+    await control(page, "Overview", "tab").click();
+    let requests = 0;
+    const count = () => requests++;
+    page.on("request", count);
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    page.off("request", count);
+    // One tick every 2 s: the event feed and the visible area's read; on a tick with events, the
+    // project list, the Needs You count and the selected project's status too. Five ticks.
+    assert.ok(requests <= 5 * 5, `${requests} requests in 10 s`);
+  });
+
+  await t.step("Webhooks: an endpoint's secret is shown once", async () => {
+    await control(page, "Webhooks").click();
+    await page.locator("#endpoint-url").fill("https://hooks.example.test/vm");
+    await control(page, "Add endpoint").click();
+    await waitForText(page, ".secret", "whsec_");
+    await screenshot(page, "10-webhooks");
+    await control(page, "I have copied it").click();
+    await until(page, `!document.querySelector(".secret")?.textContent`);
+  });
+
+  await t.step("Stop, then Start, follow the VM without a reload", async () => {
+    await page.locator(".project-link").click();
+    await control(page, "Stop").click();
+    await waitForText(page, ".project-header", "stopped", 30_000);
+    await screenshot(page, "11-stopped");
+    await control(page, "Start").click();
+    await until(
+      page,
+      `(document.querySelector(".project-header")?.textContent ?? "").includes("active")`,
+    );
+  });
+
+  await t.step("Settings deletes the project after its name is typed", async () => {
+    await control(page, "Settings", "tab").click();
+    await page.waitForSelector("form.danger-zone button");
+    const remove = control(page, "Delete");
+    assert.equal(
+      await page.$eval(
+        "form.danger-zone button",
+        (b) => (b as unknown as { disabled: boolean }).disabled,
+      ),
+      true,
+    );
+    await page.locator("#confirm-delete").fill("Browser project");
+    await screenshot(page, "12-settings");
+    await remove.click();
+    await eventually(async () => {
+      const [{ left }] = await db.sql<
+        [{ left: number }]
+      >`select count(*)::int as left from public.projects`;
+      return left === 0 ? true : undefined;
+    }).catch(async (error) => {
+      await screenshot(page, "12-settings-failed");
+      throw error;
+    });
+    await until(page, `document.querySelectorAll(".project-link").length === 0`).catch(
+      async (error) => {
+        await screenshot(page, "12-settings-failed");
+        throw error;
+      },
+    );
+    const [{ left }] = await db.sql<
+      [{ left: number }]
+    >`select count(*)::int as left from public.projects`;
+    assert.equal(left, 0);
+  });
+
+  await t.step("an ended session sends the person back to sign-in", async () => {
+    await db.sql`delete from auth.sessions`;
+    // The stored access token runs out; refreshing it fails, as it does when an admin ends sessions.
+    await page.evaluate(() => {
+      const key = "vm-service-dashboard-session";
+      const session = JSON.parse(localStorage.getItem(key)!);
+      session.expires_at = Math.floor(Date.now() / 1000) - 60;
+      localStorage.setItem(key, JSON.stringify(session));
+    });
+    await page.reload();
+    await waitForText(page, ".sign-in [role=alert]", "Your session has ended");
+  });
+
+  await t.step("someone who is no member sees none of it", async () => {
+    await db.sql`insert into auth.users (id, email, encrypted_password)
+      values (gen_random_uuid(), 'outsider@example.test', extensions.crypt('outsider-password', extensions.gen_salt('bf')))`;
+    // A separate browser context: no storage shared with the demo user's page.
+    const other = await (await browser.createBrowserContext()).newPage();
+    await other.setViewport({ width: 1366, height: 900 });
+    await other.goto(`${server.origin}/`);
+    await signIn(other, "outsider@example.test", "outsider-password");
+    await waitForText(other, "main", "No organization yet");
+    const text = await other.$eval("body", (e) => e.textContent ?? "");
+    assert.doesNotMatch(text, /Demo organization|Browser project/);
+    await screenshot(other, "13-outsider");
+  });
+
+  assert.deepEqual(problems, [], "no error in the page");
+});
+
+/** Resolves with the first path under `root` (created later) that matches `pattern`. */
+async function watchFor(root: string, pattern: RegExp): Promise<string> {
+  await Deno.mkdir(`${root}/inbox`, { recursive: true });
+  const watcher = Deno.watchFs(root, { recursive: true });
+  const timer = setTimeout(() => watcher.close(), 30_000);
+  try {
+    for await (const event of watcher) {
+      const hit = event.paths.find((path) => pattern.test(path));
+      if (hit) return hit;
+    }
+    throw new Error(`nothing matching ${pattern} appeared under ${root} in 30 s`);
+  } finally {
+    clearTimeout(timer);
+    try {
+      watcher.close();
+    } catch { /* already closed */ }
+  }
+}
