@@ -66,9 +66,13 @@ export async function startApp(
     show(notice, message);
     notice.className = "notice error";
   };
+  let quiet: ReturnType<typeof setTimeout> | undefined;
   const say = (message: string) => {
     show(notice, message);
     notice.className = "notice";
+    // A confirmation has done its work after a few seconds; an error stays until the next one.
+    clearTimeout(quiet);
+    quiet = setTimeout(() => notice.className === "notice" && show(notice), 8_000);
   };
 
   if (orgs.length === 0) {
@@ -179,6 +183,7 @@ export async function startApp(
         { class: "needs-you" },
         h("button", {
           type: "button",
+          class: "secondary",
           "aria-pressed": String(view === "needs-you"),
           "aria-describedby": "needs-you-count",
           onclick: () => {
@@ -191,6 +196,7 @@ export async function startApp(
       admin
         ? h("button", {
           type: "button",
+          class: "secondary",
           "aria-pressed": String(view === "webhooks"),
           onclick: () => {
             view = "webhooks";

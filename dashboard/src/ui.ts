@@ -42,15 +42,21 @@ export function when(iso: string | null | undefined): HTMLElement {
   if (!iso) return h("span", {}, "—");
   const at = new Date(iso);
   const seconds = Math.round((Date.now() - at.getTime()) / 1000);
-  const text = seconds < 5
+  const span = Math.abs(seconds);
+  const amount = span < 60
+    ? `${span} s`
+    : span < 3600
+    ? `${Math.floor(span / 60)} min`
+    : span < 86_400
+    ? `${Math.floor(span / 3600)} h`
+    : undefined;
+  const text = span < 5
     ? "just now"
-    : seconds < 60
-    ? `${seconds} s ago`
-    : seconds < 3600
-    ? `${Math.floor(seconds / 60)} min ago`
-    : seconds < 86_400
-    ? `${Math.floor(seconds / 3600)} h ago`
-    : at.toLocaleDateString();
+    : amount === undefined
+    ? at.toLocaleDateString()
+    : seconds > 0
+    ? `${amount} ago`
+    : `in ${amount}`;
   return h("time", { datetime: at.toISOString(), title: at.toLocaleString() }, text);
 }
 
