@@ -4,8 +4,8 @@
  * plain table reads under RLS. Nothing here is private to the dashboard.
  */
 import {
+  answered,
   type DashboardClient,
-  DashboardError,
   type ReadModel,
   readModel,
 } from "../../supabase/client/dashboard.ts";
@@ -21,18 +21,9 @@ export interface Membership {
   name: string;
 }
 
-function rows<T>(
-  answer: { data: T[] | null; error: { message: string; code?: string } | null; status: number },
-): T[] {
-  if (answer.error) {
-    throw new DashboardError(answer.status, answer.error.message, answer.error.code ?? null);
-  }
-  return answer.data ?? [];
-}
-
 /** The organizations the user belongs to, with their role in each. */
 export async function memberships(client: DashboardClient, userId: string): Promise<Membership[]> {
-  const found = rows(
+  const found = answered(
     await client.from("organization_members").select("organization_id, role, organizations(name)")
       .eq("user_id", userId),
   ) as unknown as {
@@ -54,7 +45,7 @@ export async function projects(
   client: DashboardClient,
   organizationId: string,
 ): Promise<Project[]> {
-  return rows(
+  return answered(
     await client.from("projects").select("*").eq("organization_id", organizationId)
       .order("created_at", { ascending: false }),
   );
@@ -66,7 +57,7 @@ export async function pendingApprovals(
   projectIds: string[],
 ): Promise<Approval[]> {
   if (projectIds.length === 0) return [];
-  return rows(
+  return answered(
     await client.from("approvals").select("*").in("project_id", projectIds).eq("status", "pending")
       .gt("expires_at", new Date().toISOString()).order("created_at"),
   );
@@ -85,28 +76,36 @@ export async function newest<M extends ReadModel>(
   let query = (client as unknown as DashboardClient).from(model as "approvals").select("*")
     .eq("project_id", projectId);
   for (const [name, value] of Object.entries(filters)) query = query.eq(name, value);
-  return rows(await query.order(column, { ascending: false }).limit(limit)) as unknown as Tables<
+  return answered(
+    await query.order(column, { ascending: false }).limit(limit),
+  ) as unknown as Tables<
     M
   >[];
 }
 
-export async function taskMetrics(client: DashboardClient, projectId: string) {
-  return rows(
+export async function taskMetrics(
+  client: DashboardClient,
+  projectId: string,
+): Promise<Tables<"task_metrics">[]> {
+  return answered(
     await client.from("task_metrics").select("*").eq("project_id", projectId)
       .order("reported_at", { ascending: false }).limit(200),
   );
 }
 
-export async function productivityMetrics(client: DashboardClient, projectId: string) {
-  return rows(
+export async function productivityMetrics(
+  client: DashboardClient,
+  projectId: string,
+): Promise<Tables<"productivity_metrics">[]> {
+  return answered(
     await client.from("productivity_metrics").select("*").eq("project_id", projectId)
       .order("reported_at", { ascending: false }).limit(200),
   );
 }
 
 /** Cost per project of every project the user sees (RLS decides which). */
-export async function costByProject(client: DashboardClient) {
-  return rows(await client.from("cost_by_project").select("*"));
+export async function costByProject(client: DashboardClient): Promise<Tables<"cost_by_project">[]> {
+  return answered(await client.from("cost_by_project").select("*"));
 }
 
 export { readModel };

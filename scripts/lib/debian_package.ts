@@ -9,7 +9,9 @@ export async function ensureDebianPackage(
 ): Promise<void> {
   if (await exists(installed)) return;
   if (Deno.uid() !== 0) {
-    throw new Error(`${installed} is missing: install Debian's package ${pkg} (apt-get install ${pkg})`);
+    throw new Error(
+      `${installed} is missing: install Debian's package ${pkg} (apt-get install ${pkg})`,
+    );
   }
   log(`installing ${pkg}`);
   for (const args of [["update", "-qq"], ["install", "-y", "-qq", pkg]]) {
@@ -20,7 +22,9 @@ export async function ensureDebianPackage(
       stderr: "piped",
     }).output();
     if (!result.success) {
-      throw new Error(`apt-get ${args.join(" ")} failed: ${new TextDecoder().decode(result.stderr)}`);
+      throw new Error(
+        `apt-get ${args.join(" ")} failed: ${new TextDecoder().decode(result.stderr)}`,
+      );
     }
   }
   if (!(await exists(installed))) throw new Error(`${pkg} installed but ${installed} is missing`);

@@ -141,7 +141,8 @@ export async function eventsAfter(
 
 type Rpcs = Database["public"]["Functions"];
 
-function answered<T>(answer: PostgrestSingleResponse<T>): T {
+/** The rows of a Data API answer, or its refusal as a DashboardError. */
+export function answered<T>(answer: PostgrestSingleResponse<T>): T {
   if (answer.error) {
     throw new DashboardError(answer.status, answer.error.message, answer.error.code);
   }
