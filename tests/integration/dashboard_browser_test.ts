@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
-import { seed } from "../../scripts/lib/seed.ts";
+import { DEMO_ORGANIZATION_ID, seed } from "../../scripts/lib/seed.ts";
 import {
   control,
   launchBrowser,
@@ -18,6 +18,7 @@ import {
 import { createTestDatabase } from "../helpers/database.ts";
 import { startServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/vm_api.ts";
+import { startReceiver } from "../helpers/webhook_receiver.ts";
 
 const FAST = {
   LOCAL_VM_BOOT_MS: "300",
@@ -204,14 +205,66 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
     assert.ok(requests <= 5 * 5, `${requests} requests in 10 s`);
   });
 
-  await t.step("Webhooks: an endpoint's secret is shown once", async () => {
+  await t.step("Webhooks: the secret shown once signs what the receiver gets", async () => {
+    await using receiver = startReceiver();
     await control(page, "Webhooks").click();
-    await page.locator("#endpoint-url").fill("https://hooks.example.test/vm");
+    await page.locator("#endpoint-url").fill(receiver.url);
     await control(page, "Add endpoint").click();
     await waitForText(page, ".secret", "whsec_");
+    const secret = await page.$eval(".secret-value", (e) => e.textContent ?? "");
+    receiver.secrets.push(secret);
     await screenshot(page, "10-webhooks");
     await control(page, "I have copied it").click();
     await until(page, `!document.querySelector(".secret")?.textContent`);
+    assert.ok(!(await page.content()).includes(secret), "the secret is gone from the page");
+
+    await control(page, "Send test").click();
+    await eventually(async () => receiver.ofType("webhook.test")[0]);
+    assert.equal(receiver.unverified, 0);
+    await control(page, "Deliveries").click();
+    await waitForText(page, "table", "webhook.test");
+    await waitForText(page, "table", "succeeded");
+
+    await control(page, "Rotate secret").click();
+    await waitForText(page, ".secret", "24 hours");
+    const rotated = await page.$eval(".secret-value", (e) => e.textContent ?? "");
+    assert.notEqual(rotated, secret);
+    await control(page, "I have copied it").click();
+
+    await control(page, "Disable").click();
+    await waitForText(page, "table", "disabled");
+    await control(page, "Enable").click();
+    await waitForText(page, "table", "enabled");
+    await control(page, "Delete endpoint").click();
+    await waitForText(page, "main", "Nothing yet.");
+  });
+
+  await t.step("every field has a label, and the areas' tabs follow the arrow keys", async () => {
+    await page.locator(".project-link").click();
+    for (const area of ["Overview", "Chat", "Config", "Logs", "Settings"]) {
+      await control(page, area, "tab").click();
+      await until(
+        page,
+        `document.querySelector("#area")?.getAttribute("aria-label") === "${area}"`,
+      );
+      const unlabelled = await page.$$eval(
+        "input, select, textarea",
+        (fields) =>
+          fields.filter((f) =>
+            !(f as unknown as { labels: unknown[] }).labels?.length && !f.getAttribute("aria-label")
+          ).map((f) => f.outerHTML),
+      );
+      assert.deepEqual(unlabelled, [], area);
+    }
+    await control(page, "Overview", "tab").click();
+    await page.focus('[role="tab"][aria-selected="true"]');
+    await page.keyboard.press("ArrowRight");
+    await until(
+      page,
+      `document.activeElement?.getAttribute("role") === "tab" &&
+       document.activeElement?.textContent === "Agents" &&
+       document.activeElement?.getAttribute("aria-selected") === "true"`,
+    );
   });
 
   await t.step("Stop, then Start, follow the VM without a reload", async () => {
@@ -274,17 +327,28 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
     await waitForText(page, ".sign-in [role=alert]", "Your session has ended");
   });
 
-  await t.step("someone who is no member sees none of it", async () => {
-    await db.sql`insert into auth.users (id, email, encrypted_password)
-      values (gen_random_uuid(), 'outsider@example.test', extensions.crypt('outsider-password', extensions.gen_salt('bf')))`;
+  await t.step("a member of another organization sees none of it", async () => {
+    const [{ id: outsider }] = await db.sql<[{ id: string }]>`
+      insert into auth.users (id, email, encrypted_password)
+      values (gen_random_uuid(), 'outsider@example.test',
+              extensions.crypt('outsider-password', extensions.gen_salt('bf')))
+      returning id`;
+    await db
+      .sql`with org as (insert into public.organizations (name) values ('Other org') returning id)
+      insert into public.organization_members (organization_id, user_id, role)
+      select id, ${outsider}, 'owner' from org`;
+    // Something of the demo organization's worth hiding: a project it still has.
+    await db.sql`insert into public.projects (organization_id, name, status)
+      values (${DEMO_ORGANIZATION_ID}, 'Second project', 'stopped')`;
     // A separate browser context: no storage shared with the demo user's page.
     const other = await (await browser.createBrowserContext()).newPage();
     await other.setViewport({ width: 1366, height: 900 });
     await other.goto(`${server.origin}/`);
     await signIn(other, "outsider@example.test", "outsider-password");
-    await waitForText(other, "main", "No organization yet");
+    await waitForText(other, "main", "No project yet");
     const text = await other.$eval("body", (e) => e.textContent ?? "");
-    assert.doesNotMatch(text, /Demo organization|Browser project/);
+    assert.match(text, /Other org/);
+    assert.doesNotMatch(text, /Demo organization|Browser project|Second project/);
     await screenshot(other, "13-outsider");
   });
 
