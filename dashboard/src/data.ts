@@ -3,12 +3,8 @@
  * client (vm-api and webhooks through `functions.invoke`, the RPCs, the read models) plus the few
  * plain table reads under RLS. Nothing here is private to the dashboard.
  */
-import {
-  answered,
-  type DashboardClient,
-  type ReadModel,
-  readModel,
-} from "../../supabase/client/dashboard.ts";
+import { answered, type DashboardClient, type ReadModel } from "../../supabase/client/dashboard.ts";
+import type { SupabaseClient } from "@supabase/supabase-js";
 import type { Tables } from "../../supabase/types/database.ts";
 
 export * from "../../supabase/client/dashboard.ts";
@@ -72,15 +68,11 @@ export async function newest<M extends ReadModel>(
   limit = 100,
   filters: Record<string, string> = {},
 ): Promise<Tables<M>[]> {
-  // Typed per read model by the caller's `model`; postgrest-js types `from()` per literal name.
-  let query = (client as unknown as DashboardClient).from(model as "approvals").select("*")
-    .eq("project_id", projectId);
+  // postgrest-js types `from()` per literal name, tables apart from views: a name over both needs
+  // the untyped builder (as the client's readModel does); the caller still gets typed rows.
+  let query = (client as SupabaseClient).from(model).select("*").eq("project_id", projectId);
   for (const [name, value] of Object.entries(filters)) query = query.eq(name, value);
-  return answered(
-    await query.order(column, { ascending: false }).limit(limit),
-  ) as unknown as Tables<
-    M
-  >[];
+  return answered(await query.order(column, { ascending: false }).limit(limit)) as Tables<M>[];
 }
 
 export async function taskMetrics(
@@ -107,5 +99,3 @@ export async function productivityMetrics(
 export async function costByProject(client: DashboardClient): Promise<Tables<"cost_by_project">[]> {
   return answered(await client.from("cost_by_project").select("*"));
 }
-
-export { readModel };
