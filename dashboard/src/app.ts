@@ -129,7 +129,7 @@ export async function startApp(
             "button",
             {
               class: "project-link",
-              "aria-current": view === "project" && project.id === selected ? "true" : undefined,
+              "data-project": project.id,
               onclick: () => select(project.id),
             },
             h("span", { class: "project-name" }, project.name),
@@ -139,6 +139,7 @@ export async function startApp(
         )
       ),
     );
+    markCurrent();
     const pending = await pendingApprovals(client, projectList.map((p) => p.id));
     show(needsYouCount, String(pending.length));
     needsYouCount.setAttribute("aria-label", `${pending.length} approvals waiting for you`);
@@ -300,8 +301,18 @@ export async function startApp(
     );
   }
 
+  /** The project list marks the project shown (aria-current), whichever way it was chosen. */
+  function markCurrent(): void {
+    for (const link of projectNav.querySelectorAll<HTMLElement>(".project-link")) {
+      const current = view === "project" && link.dataset.project === selected;
+      if (current) link.setAttribute("aria-current", "true");
+      else link.removeAttribute("aria-current");
+    }
+  }
+
   async function render(): Promise<void> {
     renderHeader();
+    markCurrent();
     mounted = undefined;
     const body = h("div", { class: "view" });
     show(main, notice, body);

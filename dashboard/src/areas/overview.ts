@@ -16,7 +16,7 @@ export const mountOverview: MountArea = (root, { client, project }) => {
           rows.map((row) => [
             when(row.occurred_at),
             row.action ?? "",
-            row.agent ?? (row.source === "activity" ? "platform" : ""),
+            row.agent ?? row.source ?? "",
             badge(row.severity),
           ]),
           "The latest 50 entries",
