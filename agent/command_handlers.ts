@@ -3,7 +3,7 @@
  * idempotent, because a command whose status report got lost is delivered again: files are
  * written whole under names fixed by the command, hooks are the team's own restart logic.
  */
-import type { Command } from "./reporter_client.ts";
+import type { Command } from "../supabase/functions/_contract/reporter.ts";
 import type { ApprovalBoard, Decision } from "./approval_board.ts";
 import { writeFileAtomic } from "./atomic_file.ts";
 

@@ -11,40 +11,33 @@
  *
  * The socket is an input surface like the reporter's routes and reads bodies the same way: the
  * reporter's size limit, UTF-8 and nesting checks (readJson) and its validation (parseOrThrow), so
- * nothing reaches the spool that the reporter would refuse. Every refusal is `{error}` with a 4xx
- * (but a full spool's 507), checked before anything is spooled.
+ * nothing reaches the spool that the reporter would refuse. Every refusal is `{error, code}`
+ * (_contract/errors.ts) with a 4xx (but a full spool's 507), checked before anything is spooled.
  */
-import type { z } from "zod";
-import { ApiError } from "../supabase/functions/_shared/errors.ts";
-import { json, readJson } from "../supabase/functions/_shared/http.ts";
-import { parseOrThrow } from "../supabase/functions/_shared/validation.ts";
-import { approvals } from "../supabase/functions/vm-reporter/routes/approvals.ts";
-import { HealthReport } from "../supabase/functions/vm-reporter/routes/health.ts";
-import { routes } from "../supabase/functions/vm-reporter/routes.ts";
+import { z } from "zod";
+import { parseOrThrow, readJson } from "../supabase/functions/_contract/body.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../supabase/functions/_contract/defaults.ts";
+import { ApiError, type ErrorBody } from "../supabase/functions/_contract/errors.ts";
+import {
+  agentStates,
+  approvals,
+  type DeclaredAgents,
+  SPOOLED_ROUTES,
+} from "../supabase/functions/_contract/reporter.ts";
 import type { ApprovalBoard } from "./approval_board.ts";
 import type { Spool } from "./spool.ts";
 import { SpoolFullError } from "./spool.ts";
 
-const SPOOLED_ROUTES = new Set([
-  "/messages",
-  "/audit",
-  "/conflicts",
-  "/metrics/tasks",
-  "/metrics/productivity",
-  "/metrics/cli-sessions",
-  "/approvals",
-  "/approvals/ack",
-]);
 const DECISIONS = "/approvals/";
 const MAX_WAIT_SECONDS = 3_600;
 /** The reporter's default MAX_BODY_BYTES: a bigger item could only ever be refused there. */
-export const MAX_BODY_BYTES = 1_048_576;
+export const MAX_BODY_BYTES = DEFAULT_MAX_BODY_BYTES;
 const READ_TIMEOUT_MS = 10_000;
-const agentsSchema = HealthReport.pick({ agents: true });
-const requestIdSchema = approvals.schema.pick({ request_id: true });
+/** The agents' statuses as the team declares them, validated as the /health route does. */
+const agentsSchema = z.object({ agents: agentStates });
+const requestIdSchema = approvals.request.pick({ request_id: true });
 
-/** The agents' statuses as the team declares them, validated by the /health route's schema. */
-export type DeclaredAgents = z.output<typeof agentsSchema>["agents"];
+export type { DeclaredAgents };
 
 export interface LocalApiDeps {
   spool: Spool;
@@ -61,11 +54,6 @@ export interface LocalApiDeps {
   log(level: "error", message: string, fields: Record<string, unknown>): void;
 }
 
-/** A client too slow to send its body: 408, which no function answers, so no ErrorCode has it. */
-class ReadTimeout extends Error {
-  override readonly name = "ReadTimeout";
-}
-
 export function serveLocalApi(socketPath: string, deps: LocalApiDeps): Deno.HttpServer {
   return Deno.serve(
     { path: socketPath, transport: "unix", onListen: () => {}, signal: deps.signal },
@@ -73,15 +61,12 @@ export function serveLocalApi(socketPath: string, deps: LocalApiDeps): Deno.Http
       try {
         return await answer(request, deps);
       } catch (error) {
-        if (error instanceof ApiError) {
-          return json({ error: error.message }, error.status, error.headers);
-        }
-        if (error instanceof ReadTimeout) return json({ error: error.message }, 408);
+        if (error instanceof ApiError) return refusal(error);
         // The text of an unexpected error (a path, a system message) is for the operator only.
         deps.log("error", "socket request failed", {
           error: error instanceof Error ? error.message : String(error),
         });
-        return json({ error: "Internal error: see the VM agent's log" }, 500);
+        return refusal(new ApiError("internal_error", "Internal error: see the VM agent's log"));
       }
     },
   );
@@ -91,9 +76,9 @@ async function answer(request: Request, deps: LocalApiDeps): Promise<Response> {
   const url = new URL(request.url);
   const path = url.pathname;
   const method = methodOf(path);
-  if (!method) throw new ApiError("NOT_FOUND", `Unknown route: ${path}`);
+  if (!method) throw new ApiError("unknown_route", `Unknown route: ${path}`);
   if (request.method !== method) {
-    throw new ApiError("METHOD_NOT_ALLOWED", `Method not allowed: use ${method}`, {
+    throw new ApiError("method_not_allowed", `Method not allowed: use ${method}`, {
       allow: method,
     });
   }
@@ -107,7 +92,7 @@ async function answer(request: Request, deps: LocalApiDeps): Promise<Response> {
     deps.declareAgents(agents);
     return json({ agents: agents.length });
   }
-  const data = parseOrThrow(routes[path]!.schema, withIds(path, body));
+  const data = parseOrThrow(SPOOLED_ROUTES.get(path)!.request, withIds(path, body));
 
   let seq: number;
   try {
@@ -115,7 +100,7 @@ async function answer(request: Request, deps: LocalApiDeps): Promise<Response> {
   } catch (error) {
     if (error instanceof SpoolFullError) {
       deps.spoolFull(error.message);
-      return json({ error: error.message }, 507);
+      throw new ApiError("spool_full", error.message);
     }
     throw error;
   }
@@ -145,11 +130,12 @@ async function decision(path: string, board: ApprovalBoard): Promise<Response> {
   try {
     id = decodeURIComponent(path.slice(DECISIONS.length));
   } catch {
-    throw new ApiError("BAD_REQUEST", "request_id: must be percent-encoded UTF-8");
+    throw new ApiError("invalid_request", "request_id: must be percent-encoded UTF-8");
   }
   const { request_id } = parseOrThrow(requestIdSchema, { request_id: id });
   const decided = await board.read(request_id);
-  return decided ? json(decided) : json({ error: "No decision yet" }, 404);
+  if (!decided) throw new ApiError("no_decision_yet", "No decision yet");
+  return json(decided);
 }
 
 /** `?wait=<seconds>`: a plain decimal number; more than MAX_WAIT_SECONDS waits that long. */
@@ -158,7 +144,7 @@ function waitSeconds(url: URL): number {
   if (given === null) return 0;
   if (!/^\d+(\.\d+)?$/.test(given)) {
     throw new ApiError(
-      "BAD_REQUEST",
+      "invalid_request",
       `wait: must be a number of seconds (at most ${MAX_WAIT_SECONDS} are waited)`,
     );
   }
@@ -190,8 +176,10 @@ async function readBody(request: Request, timeoutMs: number): Promise<unknown> {
     );
   } catch (error) {
     if (error instanceof ApiError) throw error;
-    if (timedOut) throw new ReadTimeout(`Request body not received within ${timeoutMs} ms`);
-    throw new ApiError("BAD_REQUEST", "Request body ended before it was complete");
+    if (timedOut) {
+      throw new ApiError("body_timeout", `Request body not received within ${timeoutMs} ms`);
+    }
+    throw new ApiError("invalid_json", "Request body ended before it was complete");
   } finally {
     clearTimeout(timer);
     // Also stops the copy when readJson refused early (413) and left the body unread.
@@ -215,4 +203,17 @@ function withIds(path: string, body: unknown): unknown {
         : item
     ),
   };
+}
+
+function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+  });
+}
+
+/** `{error, code}`, as every function answers a refusal (contract §15). */
+function refusal(error: ApiError): Response {
+  const body: ErrorBody = { error: error.message, code: error.code };
+  return json(body, error.status, error.headers);
 }

@@ -1,55 +1,26 @@
 /**
- * A client for the VM Reporter, the way a VM's agent runtime calls it: one method per route,
- * bodies and answers typed by the route schemas (vm-reporter/contract.ts), retries where retrying
- * is right (429 after its Retry-After, 5xx and network failures with backoff) and never where it
- * is not (4xx). Used by the local driver's simulated agents; written to become the reference VM
- * agent's client.
+ * A client for the VM Reporter, the way a VM's agent runtime calls it: `call(route, body)` for
+ * any route of the contract (_contract/reporter.ts), its body and answer typed by the route's
+ * schemas, so a new route needs nothing here; retries where retrying is right (429 and 503 after
+ * their Retry-After, 5xx and network failures with backoff) and never where it is not (4xx).
  */
-
-import type {
-  AgentMessage,
-  ApprovalAck,
-  ApprovalAckAnswer,
-  ApprovalAnswer,
-  ApprovalRequest,
-  AuditEvent,
-  BatchAnswer,
-  BootstrapAnswer,
-  CliSession,
-  Command,
-  CommandStatusAnswer,
-  CommandStatusReport,
-  ConflictReport,
-  HealthAnswer,
-  HealthReport,
-  ProductivityMetrics,
-  RecordedAnswer,
-  TaskMetrics,
-} from "../supabase/functions/vm-reporter/contract.ts";
-
-// The bodies are inferred from the route schemas (one source of truth), re-exported under the
-// names this client has always used.
-export type {
-  AgentMessage,
-  AgentState,
-  ApprovalAck,
-  ApprovalRequest,
-  AuditEvent,
-  CliSession,
-  Command,
-  CommandStatusReport,
-  CommandType,
-  ConflictReport,
-  HealthReport,
-  ProductivityMetrics,
-  TaskMetrics,
-} from "../supabase/functions/vm-reporter/contract.ts";
+import {
+  bootstrap,
+  type RequestOf,
+  type ResponseOf,
+  type RouteContract,
+} from "../supabase/functions/_contract/reporter.ts";
+import type { ErrorBody } from "../supabase/functions/_contract/errors.ts";
 
 /** The reporter refused the request (4xx other than 429): retrying the same body will not help. */
 export class ReporterError extends Error {
   override readonly name = "ReporterError";
-  constructor(readonly status: number, message: string) {
+  constructor(readonly status: number, message: string, readonly code?: string) {
     super(message);
+  }
+
+  static from(status: number, answer: Partial<ErrorBody>): ReporterError {
+    return new ReporterError(status, answer.error ?? `HTTP ${status}`, answer.code);
   }
 }
 
@@ -82,42 +53,13 @@ export class ReporterClient {
    * A VM's first call: exchanges the bootstrap credential from its boot data (construct the
    * client with it as `token`) for the reporter token that every other call presents.
    */
-  bootstrap() {
-    return this.#post<BootstrapAnswer>("/bootstrap", {});
+  bootstrap(): Promise<ResponseOf<typeof bootstrap>> {
+    return this.#post(bootstrap.path, {});
   }
 
-  health(report: HealthReport) {
-    return this.#post<HealthAnswer>("/health", report);
-  }
-  messages(messages: AgentMessage[]) {
-    return this.#post<BatchAnswer>("/messages", { messages });
-  }
-  audit(events: AuditEvent[]) {
-    return this.#post<BatchAnswer>("/audit", { events });
-  }
-  conflicts(report: ConflictReport) {
-    return this.#post<RecordedAnswer>("/conflicts", report);
-  }
-  taskMetrics(metrics: TaskMetrics) {
-    return this.#post<RecordedAnswer>("/metrics/tasks", metrics);
-  }
-  productivity(metrics: ProductivityMetrics) {
-    return this.#post<RecordedAnswer>("/metrics/productivity", metrics);
-  }
-  cliSessions(sessions: CliSession[]) {
-    return this.#post<BatchAnswer>("/metrics/cli-sessions", { sessions });
-  }
-  async poll(max = 10): Promise<Command[]> {
-    return (await this.#post<{ commands: Command[] }>("/commands/poll", { max })).commands;
-  }
-  commandStatus(report: CommandStatusReport) {
-    return this.#post<CommandStatusAnswer>("/commands/status", report);
-  }
-  requestApproval(request: ApprovalRequest) {
-    return this.#post<ApprovalAnswer>("/approvals", request);
-  }
-  acknowledgeApproval(ack: ApprovalAck) {
-    return this.#post<ApprovalAckAnswer>("/approvals/ack", ack);
+  /** One route of the contract, e.g. `call(health, report)`. */
+  call<R extends RouteContract>(route: R, body: RequestOf<R>): Promise<ResponseOf<R>> {
+    return this.#post(route.path, body);
   }
 
   /** Any route by its path, with the body as the agent team handed it over (spool drains). */
@@ -140,17 +82,14 @@ export class ReporterClient {
           body: JSON.stringify(body),
           signal,
         });
-        const answer = await response.json().catch(() => ({})) as {
-          data?: T;
-          error?: string;
-        };
+        const answer = await response.json().catch(() => ({})) as
+          & { data?: T }
+          & Partial<ErrorBody>;
         if (response.ok) return answer.data as T;
         if (response.status !== 429 && response.status < 500) {
-          throw new ReporterError(response.status, answer.error ?? `HTTP ${response.status}`);
+          throw ReporterError.from(response.status, answer);
         }
-        if (attempt >= maxAttempts) {
-          throw new ReporterError(response.status, answer.error ?? `HTTP ${response.status}`);
-        }
+        if (attempt >= maxAttempts) throw ReporterError.from(response.status, answer);
         const retryAfter = Number(response.headers.get("retry-after"));
         wait = retryAfter > 0 ? retryAfter * 1000 : backoff(attempt);
       } catch (error) {

@@ -6,7 +6,7 @@
  * acknowledges what it did with an approved one. Its numbers are invented; its traffic is not.
  */
 import type { AgentHook } from "./command_handlers.ts";
-import type { AgentState } from "./reporter_client.ts";
+import type { AgentState } from "../supabase/functions/_contract/reporter.ts";
 import type { AgentSocket } from "./socket_client.ts";
 
 const AGENTS = ["lead", "builder", "reviewer"] as const;

@@ -14,7 +14,13 @@ import { writeFileAtomic } from "./atomic_file.ts";
 import { type AgentHook, handleCommand } from "./command_handlers.ts";
 import { HostMetrics } from "./host_metrics.ts";
 import { type DeclaredAgents, serveLocalApi } from "./local_api.ts";
-import { type HealthReport, ReporterClient, ReporterError } from "./reporter_client.ts";
+import {
+  commandsPoll,
+  commandsStatus,
+  health,
+  type HealthReport,
+} from "../supabase/functions/_contract/reporter.ts";
+import { ReporterClient, ReporterError } from "./reporter_client.ts";
 import { Spool } from "./spool.ts";
 
 export interface VmAgentOptions {
@@ -122,9 +128,9 @@ export class VmAgent {
     if (this.#agents !== undefined || ++this.#cycles > HEALTH_GRACE_CYCLES) {
       const load = await this.#metrics.sample(this.#options.workspace);
       // The route schema validated these agents; the client's body type is the same shape.
-      await this.#client.health({ ...load, agents: this.#agents ?? [] } as HealthReport);
+      await this.#client.call(health, { ...load, agents: this.#agents ?? [] } as HealthReport);
     }
-    for (const command of await this.#client.poll()) {
+    for (const command of (await this.#client.call(commandsPoll, {})).commands) {
       const outcome = await handleCommand(command, {
         workspace: this.#options.workspace,
         board: this.#board,
@@ -133,7 +139,7 @@ export class VmAgent {
           await this.#spool.append("/approvals/ack", ack);
         },
       });
-      await this.#client.commandStatus({ command_id: command.id, ...outcome });
+      await this.#client.call(commandsStatus, { command_id: command.id, ...outcome });
       if (outcome.status === "failed") {
         this.#options.log("warn", "command failed", { type: command.type, error: outcome.error });
       }

@@ -7,7 +7,7 @@
 import { parseArgs } from "node:util";
 import { programHook } from "../agent/command_handlers.ts";
 import { VmAgent } from "../agent/vm_agent.ts";
-import { BOOT_CONFIG_PATH } from "../supabase/functions/_shared/compute/cloud_init.ts";
+import { BOOT_CONFIG_PATH } from "../supabase/functions/_contract/defaults.ts";
 
 const { values } = parseArgs({
   args: Deno.args,

@@ -4,7 +4,7 @@
  * private cluster) after applying pending migrations.
  */
 import postgres from "postgres";
-import { generateDatabaseTypes } from "../supabase/contract/database_types.ts";
+import { generateDatabaseTypes } from "./lib/database_types.ts";
 import { readApiSettings } from "./lib/api_settings.ts";
 import { openLocalDatabase } from "./lib/local_database.ts";
 import { migrate } from "./lib/migrations.ts";

@@ -9,7 +9,7 @@
 import process from "node:process";
 import postgres from "postgres";
 import { loadConfig } from "../supabase/functions/_shared/config.ts";
-import { reconcileOnce } from "../supabase/functions/_shared/reconciler.ts";
+import { reconcileOnce } from "../supabase/functions/vm-reconciler/reconciler.ts";
 import { closeServices, createServices } from "../supabase/functions/_shared/services.ts";
 import { startThrowawayDatabase } from "./lib/throwaway_database.ts";
 

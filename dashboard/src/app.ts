@@ -18,6 +18,7 @@ import {
   stopProject,
 } from "./data.ts";
 import { explain } from "./errors.ts";
+import { DEFAULT_REGION, DEFAULT_VM_SIZE } from "../../supabase/functions/_contract/defaults.ts";
 import { type FeedEvent, Live } from "./live.ts";
 import { badge, h, show } from "./ui.ts";
 import { mountAgents } from "./areas/agents.ts";
@@ -42,10 +43,6 @@ const PROJECT_AREAS: [string, MountArea][] = [
   ["Costs", mountCosts],
   ["Settings", mountSettings],
 ];
-
-/** The specification's defaults for a new project. */
-const DEFAULT_REGION = "australiaeast";
-const DEFAULT_VM_SIZE = "Standard_D2s_v3";
 
 export async function startApp(
   root: HTMLElement,

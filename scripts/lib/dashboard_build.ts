@@ -7,12 +7,12 @@
 const root = new URL("../../", import.meta.url);
 export const DASHBOARD_DIST = new URL("dashboard/dist/", root);
 
-/** What the bundle is made of: the dashboard and the shared client, types and event names. */
+/** What the bundle is made of: the dashboard, the typed client, the types and the contract. */
 const SOURCES = [
   "dashboard/",
   "supabase/client/",
   "supabase/types/",
-  "supabase/functions/_shared/webhooks/event_types.ts",
+  "supabase/functions/_contract/",
 ];
 
 async function newestSource(path: URL): Promise<number> {

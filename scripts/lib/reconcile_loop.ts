@@ -4,7 +4,7 @@
  * one in progress.
  */
 import { answerFor, databaseAnswered } from "../../supabase/functions/_shared/failures.ts";
-import { reconcileOnce } from "../../supabase/functions/_shared/reconciler.ts";
+import { reconcileOnce } from "../../supabase/functions/vm-reconciler/reconciler.ts";
 import type { Services } from "../../supabase/functions/_shared/services.ts";
 
 export function startReconcileLoop(

@@ -2,7 +2,7 @@
  * The dashboard's client: thin functions over supabase-js for the five vm-api actions and the six
  * webhooks actions (`functions.invoke`), the four write RPCs (`rpc`), the read models and the
  * event feed (`from`), typed end to
- * end: request and answer types come from the actions' zod schemas, RPC arguments and rows from
+ * end: request and answer types come from the contract (_contract/), RPC arguments and rows from
  * the generated `Database` type. A contract change that breaks the dashboard fails type-checking.
  * Every refusal is thrown as a DashboardError carrying the status (and Retry-After: 429 and 503
  * are worth retrying after it).
@@ -14,12 +14,17 @@ import {
   type SupabaseClient,
   type SupabaseClientOptions,
 } from "@supabase/supabase-js";
-import type { ActionName, VmApiRequest, VmApiResponse } from "../functions/vm-api/contract.ts";
+import type { ErrorBody } from "../functions/_contract/errors.ts";
+import type {
+  VmApiActionName as ActionName,
+  VmApiRequest,
+  VmApiResponse,
+} from "../functions/_contract/vm_api.ts";
 import type {
   WebhooksActionName,
   WebhooksRequest,
   WebhooksResponse,
-} from "../functions/webhooks/contract.ts";
+} from "../functions/_contract/webhooks.ts";
 import type { Database, Tables } from "../types/database.ts";
 
 export type DashboardClient = SupabaseClient<Database>;
@@ -38,7 +43,10 @@ export class DashboardError extends Error {
   constructor(
     readonly status: number,
     message: string,
-    /** PostgREST's or PostgreSQL's code (e.g. 42501) for RPCs and reads. */
+    /**
+     * The function's error code (_contract/errors.ts) for actions; PostgREST's or PostgreSQL's
+     * (e.g. 42501) for RPCs and reads.
+     */
     readonly code: string | null = null,
     /** Seconds to wait before retrying, on 429 and 503. */
     readonly retryAfter: number | null = null,
@@ -60,9 +68,14 @@ async function invokeAction<T>(
   const { data, error } = await client.functions.invoke<{ data: T }>(functionName, { body });
   if (error instanceof FunctionsHttpError) {
     const response = error.context as Response;
-    const answer = await response.json().catch(() => ({})) as { error?: string };
+    const answer = await response.json().catch(() => ({})) as Partial<ErrorBody>;
     const retryAfter = Number(response.headers.get("retry-after")) || null;
-    throw new DashboardError(response.status, answer.error ?? error.message, null, retryAfter);
+    throw new DashboardError(
+      response.status,
+      answer.error ?? error.message,
+      answer.code ?? null,
+      retryAfter,
+    );
   }
   if (error || !data) {
     throw new DashboardError(0, error?.message ?? `${functionName} gave no answer`);

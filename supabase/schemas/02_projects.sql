@@ -115,7 +115,7 @@ set search_path = ''
 as $$
 begin
   if auth.uid() is null or not private.is_project_member(p_project_id) then
-    raise exception 'You are not a member of this project' using errcode = 'VA403';
+    perform private.raise_error('not_project_member', 'You are not a member of this project');
   end if;
   return auth.uid();
 end;

@@ -68,7 +68,10 @@ declare
 begin
   perform 1 from public.projects where id = p_project_id for update;
   if not found then
-    raise exception 'Project % does not exist', p_project_id using errcode = 'VA404';
+    perform private.raise_error('project_not_found', format(
+      'Project %s does not exist',
+      p_project_id
+    ));
   end if;
   update private.reporter_tokens
     set expires_at = least(coalesce(expires_at, 'infinity'), now() + p_overlap)
@@ -120,7 +123,10 @@ as $$
 begin
   perform 1 from public.projects where id = p_project_id for update;
   if not found then
-    raise exception 'Project % does not exist', p_project_id using errcode = 'VA404';
+    perform private.raise_error('project_not_found', format(
+      'Project %s does not exist',
+      p_project_id
+    ));
   end if;
   update private.reporter_bootstrap_credentials set expires_at = least(expires_at, now())
     where project_id = p_project_id and used_at is null;

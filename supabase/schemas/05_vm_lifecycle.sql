@@ -310,9 +310,11 @@ begin
     from public.projects
     where organization_id = p_organization_id and status <> 'stopped';
   if v_active >= p_limit then
-    raise exception 'Active project limit reached: this organization already has % of % allowed projects running. Stop a project first.',
+    perform private.raise_error('active_project_limit_reached', format(
+      'Active project limit reached: this organization already has %s of %s allowed projects '
+        || 'running. Stop a project first.',
       v_active, p_limit
-      using errcode = 'VA400';
+    ));
   end if;
 end;
 $$;
@@ -357,9 +359,10 @@ begin
     returning status into v_current;
   if not found then
     select status into v_current from public.projects where id = p_project_id;
-    raise exception 'Cannot % a project that is %: % needs status %.',
+    perform private.raise_error('invalid_state_transition', format(
+      'Cannot %s a project that is %s: %s needs status %s.',
       p_action, v_current, p_action, array_to_string(p_allowed_from, ' or ')
-      using errcode = 'VA400';
+    ));
   end if;
 
   perform private.record_activity(p_project_id, format('vm_%s_requested', p_action), p_details);
@@ -394,7 +397,10 @@ declare
   v_operation_id uuid;
 begin
   if v_user_id is null or not private.is_organization_member(p_organization_id) then
-    raise exception 'You are not a member of this organization' using errcode = 'VA403';
+    perform private.raise_error(
+      'not_organization_member',
+      'You are not a member of this organization'
+    );
   end if;
   perform private.assert_active_project_capacity(p_organization_id, p_active_limit);
 
@@ -669,7 +675,7 @@ begin
       where m.project_id = p.id and m.user_id = (select auth.uid())
     );
   if v_status is null then
-    raise exception 'You are not a member of this project' using errcode = 'VA403';
+    perform private.raise_error('not_project_member', 'You are not a member of this project');
   end if;
   return v_status;
 end;

@@ -3,9 +3,9 @@
 -- git sync, task and productivity metrics, CLI sessions and health snapshots. Members of the
 -- project read them through RLS; nobody writes them directly.
 --
--- The telemetry has no foreign key to its project. Each checked key cost a locking probe of the project's row on
--- every inserted row (20 µs of a 45 µs snapshot insert; five per message batch). What the keys
--- gave is kept another way:
+-- The telemetry has no foreign key to its project. Each checked key cost a locking probe of the
+-- project's row on every inserted row (near half of a snapshot insert; five per message batch).
+-- What the keys gave is kept another way:
 -- * a row is only written by a statement that found a live token of its project (the tokens
 --   keep their key), and a project's tokens are revoked before its VM is deleted, long before
 --   the project's row goes;

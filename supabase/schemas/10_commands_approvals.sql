@@ -159,8 +159,10 @@ declare
   v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
 begin
   if p_type is null or p_type not in ('start_agents', 'stop_agents', 'restart_agents') then
-    raise exception 'Command type must be start_agents, stop_agents or restart_agents'
-      using errcode = 'VA400';
+    perform private.raise_error(
+      'invalid_request',
+      'Command type must be start_agents, stop_agents or restart_agents'
+    );
   end if;
   if jsonb_typeof(v_payload) <> 'object'
     or exists (select 1 from jsonb_object_keys(v_payload) k where k <> 'agents')
@@ -172,7 +174,10 @@ begin
       )
     ))
   then
-    raise exception 'Payload must be {"agents": [agent names]} or {}' using errcode = 'VA400';
+    perform private.raise_error(
+      'invalid_request',
+      'Payload must be {"agents": [agent names]} or {}'
+    );
   end if;
   return private.enqueue_command(p_project_id, p_type, v_payload, v_user_id);
 end;
@@ -196,7 +201,7 @@ declare
   v_message public.agent_messages;
 begin
   if p_content is null or char_length(btrim(p_content)) = 0 or char_length(p_content) > 20000 then
-    raise exception 'Message must be 1 to 20000 characters' using errcode = 'VA400';
+    perform private.raise_error('invalid_request', 'Message must be 1 to 20000 characters');
   end if;
   insert into public.agent_messages (project_id, direction, user_id, content)
     values (p_project_id, 'to_agents', v_user_id, p_content)
@@ -233,20 +238,23 @@ declare
 begin
   select * into v_approval from public.approvals where id = p_approval_id for update;
   if not found or auth.uid() is null or not private.is_project_member(v_approval.project_id) then
-    raise exception 'Approval not found' using errcode = 'VA403';
+    perform private.raise_error('approval_not_accessible', 'Approval not found');
   end if;
   v_user_id := auth.uid();
   if p_decision is null or p_decision not in ('approved', 'rejected') then
-    raise exception 'Decision must be approved or rejected' using errcode = 'VA400';
+    perform private.raise_error('invalid_request', 'Decision must be approved or rejected');
   end if;
   if char_length(p_comment) > 5000 then
-    raise exception 'Comment must be at most 5000 characters' using errcode = 'VA400';
+    perform private.raise_error('invalid_request', 'Comment must be at most 5000 characters');
   end if;
   if v_approval.status <> 'pending' then
-    raise exception 'This approval is already %', v_approval.status using errcode = 'VA409';
+    perform private.raise_error('approval_already_decided', format(
+      'This approval is already %s',
+      v_approval.status
+    ));
   end if;
   if v_approval.expires_at <= now() then
-    raise exception 'This approval has expired' using errcode = 'VA409';
+    perform private.raise_error('approval_expired', 'This approval has expired');
   end if;
   update public.approvals
     set status = p_decision, decided_by = v_user_id, decided_at = now(),
@@ -387,18 +395,25 @@ begin
     where id = (p_body ->> 'command_id')::uuid and project_id = p_project_id
     for update;
   if not found then
-    raise exception 'Command % not found for this project', p_body ->> 'command_id'
-      using errcode = 'VA404';
+    perform private.raise_error('command_not_found', format(
+      'Command %s not found for this project',
+      p_body ->> 'command_id'
+    ));
   end if;
   if v_command.status in ('succeeded', 'failed', 'expired') then
     if v_command.status = v_status then
       return jsonb_build_object('command_id', v_command.id, 'status', v_command.status);
     end if;
-    raise exception 'Command is already %; it cannot become %', v_command.status, v_status
-      using errcode = 'VA409';
+    perform private.raise_error('command_already_finished', format(
+      'Command is already %s; it cannot become %s',
+      v_command.status, v_status
+    ));
   end if;
   if v_command.status = 'queued' then
-    raise exception 'Command has not been delivered; poll for it first' using errcode = 'VA409';
+    perform private.raise_error(
+      'command_not_delivered',
+      'Command has not been delivered; poll for it first'
+    );
   end if;
   update public.vm_commands set
     status = v_status,
@@ -466,18 +481,25 @@ begin
     where id = (p_body ->> 'approval_id')::uuid and project_id = p_project_id
     for update;
   if not found then
-    raise exception 'Approval % not found for this project', p_body ->> 'approval_id'
-      using errcode = 'VA404';
+    perform private.raise_error('approval_not_found', format(
+      'Approval %s not found for this project',
+      p_body ->> 'approval_id'
+    ));
   end if;
   if v_approval.status = 'pending' then
-    raise exception 'Approval has not been decided yet' using errcode = 'VA409';
+    perform private.raise_error('approval_not_decided', 'Approval has not been decided yet');
   end if;
   if v_approval.status <> 'approved' and v_outcome = 'executed' then
-    raise exception 'Approval was %; it cannot have been executed', v_approval.status
-      using errcode = 'VA409';
+    perform private.raise_error('approval_outcome_conflict', format(
+      'Approval was %s; it cannot have been executed',
+      v_approval.status
+    ));
   end if;
   if v_approval.outcome is not null and v_approval.outcome <> v_outcome then
-    raise exception 'Approval outcome is already %', v_approval.outcome using errcode = 'VA409';
+    perform private.raise_error('approval_outcome_conflict', format(
+      'Approval outcome is already %s',
+      v_approval.outcome
+    ));
   end if;
   if v_approval.outcome is null then
     update public.approvals

@@ -53,11 +53,16 @@ declare
   v_version integer;
 begin
   if p_name is null or p_name not in ('SOUL.md', 'AGENTS.md', 'COORDINATION.md') then
-    raise exception 'Persona file must be SOUL.md, AGENTS.md or COORDINATION.md'
-      using errcode = 'VA400';
+    perform private.raise_error(
+      'invalid_request',
+      'Persona file must be SOUL.md, AGENTS.md or COORDINATION.md'
+    );
   end if;
   if p_content is null or octet_length(p_content) > 262144 then
-    raise exception 'Persona file content must be text of at most 256 KiB' using errcode = 'VA400';
+    perform private.raise_error(
+      'invalid_request',
+      'Persona file content must be text of at most 256 KiB'
+    );
   end if;
   -- Serialise saves of one project so versions are gapless and unique.
   perform 1 from public.projects where id = p_project_id for update;

@@ -72,8 +72,10 @@ declare
 begin
   select * into v_endpoint from public.webhook_endpoints where id = p_endpoint_id;
   if not found or not private.is_organization_admin(v_endpoint.organization_id) then
-    raise exception 'Only the organization''s owners and admins manage its webhooks'
-      using errcode = 'VA403';
+    perform private.raise_error(
+      'not_organization_admin',
+      'Only the organization''s owners and admins manage its webhooks'
+    );
   end if;
   return v_endpoint;
 end;
@@ -95,7 +97,7 @@ begin
       'approval.expired', 'message.created', 'agents.silent'
     )
   ) then
-    raise exception 'event_types holds an unknown event type' using errcode = 'VA400';
+    perform private.raise_error('invalid_request', 'event_types holds an unknown event type');
   end if;
 end;
 $$;
@@ -117,8 +119,10 @@ declare
   v_id uuid;
 begin
   if not private.is_organization_admin(p_organization_id) then
-    raise exception 'Only the organization''s owners and admins manage its webhooks'
-      using errcode = 'VA403';
+    perform private.raise_error(
+      'not_organization_admin',
+      'Only the organization''s owners and admins manage its webhooks'
+    );
   end if;
   perform private.assert_event_types(p_event_types);
   insert into public.webhook_endpoints (organization_id, url, event_types, description)

@@ -4,7 +4,7 @@
 -- pg_cron or pg_net is not available (plain PostgreSQL, local stacks) nothing is scheduled and
 -- the file still applies: `deno task start` runs the reconciler itself.
 --
--- Once per project, in the SQL editor (see README, "Deploying to hosted Supabase"):
+-- Once per project, in the SQL editor (docs/operations.md):
 --   select vault.create_secret('https://<ref>.supabase.co/functions/v1/vm-reconciler', 'vm_reconciler_url');
 --   select vault.create_secret('<the RECONCILER_SECRET of the function>', 'vm_reconciler_secret');
 -- =====================================================================================

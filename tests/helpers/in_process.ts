@@ -11,7 +11,7 @@ import type { LogLevel } from "../../supabase/functions/_shared/log.ts";
 import {
   reconcileOnce,
   type ReconcileReport,
-} from "../../supabase/functions/_shared/reconciler.ts";
+} from "../../supabase/functions/vm-reconciler/reconciler.ts";
 import {
   closeServices,
   createServices,

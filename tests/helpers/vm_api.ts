@@ -2,6 +2,11 @@
  * Calls vm-api on a test server (or in process) the way the dashboard does, reads the answer, and
  * reads back what an action left in the database (status, activity, compute operations).
  */
+import {
+  type ErrorCode,
+  isErrorCode,
+  statusOf,
+} from "../../supabase/functions/_contract/errors.ts";
 import assert from "node:assert/strict";
 import type postgres from "postgres";
 import { type MintOptions, mintUserJwt } from "../../scripts/lib/jwt.ts";
@@ -130,6 +135,12 @@ export function vmApi(endpoint: Endpoint, name = "vm-api") {
 
 export const token = (userId: string, options?: MintOptions) => mintUserJwt(userId, options);
 
+/** The body of every 429 (contract §4). */
+export const RATE_LIMITED_BODY = {
+  error: "Rate limit exceeded. Please try again later.",
+  code: "rate_limited",
+};
+
 /** The `data` of a successful answer; fails with the body when the answer is not a success. */
 export function ok<T>(answer: ApiAnswer): T {
   assert.equal(answer.status, 200, `expected 200, got ${answer.status}: ${answer.text}`);
@@ -138,12 +149,23 @@ export function ok<T>(answer: ApiAnswer): T {
   return answer.body.data as T;
 }
 
-/** The `error` string of a failed answer with the given status (and nothing else in the body). */
-export function refused(answer: ApiAnswer, status: number): string {
+/**
+ * The `error` string of a failed answer with the given status, whose body is `{error, code}` and
+ * nothing else, the code one of the contract's with that status (and `code` when given).
+ */
+export function refused(answer: ApiAnswer, status: number, code?: ErrorCode): string {
   assert.equal(answer.status, status, `expected ${status}, got ${answer.status}: ${answer.text}`);
-  assert.deepEqual(Object.keys(answer.body), ["error"]);
+  assert.deepEqual(Object.keys(answer.body), ["error", "code"]);
   assert.equal(typeof answer.body.error, "string");
+  assertCode(answer.body.code, status, code);
   return answer.body.error as string;
+}
+
+/** `value` is an error code of the contract answered with `status` (and is `code` when given). */
+export function assertCode(value: unknown, status: number, code?: ErrorCode): void {
+  assert.ok(isErrorCode(value), `not an error code: ${value}`);
+  assert.equal(statusOf(value), status, `${value} is not a ${status}`);
+  if (code) assert.equal(value, code);
 }
 
 /** Polls `check` until it returns a value (not undefined) or the time is up. */

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import type postgres from "postgres";
 import { createOrganization, createProject, createUser, issueReporterToken } from "./fixtures.ts";
 import type { Endpoint } from "./endpoint.ts";
-import { eventually } from "./vm_api.ts";
+import { assertCode, eventually } from "./vm_api.ts";
 
 export interface ReporterAnswer {
   status: number;
@@ -95,11 +95,15 @@ export function reporter(endpoint: Endpoint, projectId: string, token: string): 
   };
 }
 
-/** An error answer: the status and a JSON `{error: string}` (optionally matching `message`). */
+/**
+ * An error answer: the status and a JSON `{error: string, code}` (optionally matching `message`),
+ * the code one of the contract's with that status.
+ */
 export function assertError(answer: ReporterAnswer, status: number, message?: RegExp | string) {
   assert.equal(answer.status, status, `expected ${status}, got ${answer.status}: ${answer.text}`);
   assert.match(answer.headers.get("content-type") ?? "", /^application\/json/);
   assert.equal(typeof answer.body.error, "string", `no {error} string in ${answer.text}`);
+  assertCode(answer.body.code, status);
   if (typeof message === "string") assert.equal(answer.body.error, message);
   else if (message) assert.match(answer.body.error, message);
 }
@@ -107,7 +111,10 @@ export function assertError(answer: ReporterAnswer, status: number, message?: Re
 /** The one answer to every request without a valid token of the project. */
 export function assertUnauthorized(answer: ReporterAnswer) {
   assert.equal(answer.status, 401, `expected 401, got ${answer.status}: ${answer.text}`);
-  assert.deepEqual(answer.body, { error: "Missing or invalid reporter token" });
+  assert.deepEqual(answer.body, {
+    error: "Missing or invalid reporter token",
+    code: "invalid_reporter_token",
+  });
 }
 
 export interface ProjectSetup {

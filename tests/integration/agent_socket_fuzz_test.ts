@@ -11,9 +11,9 @@ import assert from "node:assert/strict";
 import { ApprovalBoard, type Decision } from "../../agent/approval_board.ts";
 import { MAX_BODY_BYTES, serveLocalApi } from "../../agent/local_api.ts";
 import { Spool } from "../../agent/spool.ts";
-import { parseOrThrow } from "../../supabase/functions/_shared/validation.ts";
-import { HealthReport } from "../../supabase/functions/vm-reporter/routes/health.ts";
-import { routes } from "../../supabase/functions/vm-reporter/routes.ts";
+import { z } from "zod";
+import { parseOrThrow } from "../../supabase/functions/_contract/body.ts";
+import { agentStates, SPOOLED_ROUTES } from "../../supabase/functions/_contract/reporter.ts";
 
 const READ_TIMEOUT_MS = 300;
 const FUZZ_SEED = 20_260_131;
@@ -69,7 +69,7 @@ const SPOOLED: Readonly<Record<string, Record<string, unknown>>> = {
 const AGENTS = { agents: [{ name: "builder", status: "active" }] };
 /** Every POST route with a valid body. */
 const POSTED: Readonly<Record<string, Record<string, unknown>>> = { ...SPOOLED, "/agents": AGENTS };
-const agentsSchema = HealthReport.pick({ agents: true });
+const agentsSchema = z.object({ agents: agentStates });
 
 interface Answer {
   status: number;
@@ -243,7 +243,7 @@ async function assertSpoolClean(socket: Socket) {
       await Deno.readTextFile(`${socket.dir}/spool/${entry.name}`),
     );
     assert.ok(route in SPOOLED, `spooled for ${route}`);
-    parseOrThrow(routes[route]!.schema, body);
+    parseOrThrow(SPOOLED_ROUTES.get(route)!.request, body);
     seqs.add(Number(match[1]));
   }
   assert.deepEqual(seqs, socket.accepted);

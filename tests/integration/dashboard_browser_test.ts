@@ -219,7 +219,7 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
     assert.ok(!(await page.content()).includes(secret), "the secret is gone from the page");
 
     await control(page, "Send test").click();
-    await eventually(async () => receiver.ofType("webhook.test")[0]);
+    await eventually(() => Promise.resolve(receiver.ofType("webhook.test")[0]));
     assert.equal(receiver.unverified, 0);
     await control(page, "Deliveries").click();
     await waitForText(page, "table", "webhook.test");

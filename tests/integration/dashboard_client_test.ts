@@ -1,7 +1,7 @@
 /**
  * The typed dashboard client (supabase/client/dashboard.ts) against the real local stack: every
  * vm-api action, RPC and read model, as a dashboard calls them. The VM's side goes through the
- * reporter with bodies typed by vm-reporter/contract.ts, and every answer of both functions is
+ * reporter with bodies typed by the contract (_contract/reporter.ts), and every answer of both functions is
  * parsed with the answer schema the OpenAPI document publishes, so a declared schema that drifts
  * from what the code answers fails here, and a body the contract no longer accepts fails the type
  * check.
@@ -22,33 +22,35 @@ import {
   startProject,
   stopProject,
 } from "../../supabase/client/dashboard.ts";
-import { actions } from "../../supabase/functions/vm-api/actions.ts";
 import { newBootstrapCredential } from "../../supabase/functions/_shared/reporter_token.ts";
-import { bootstrap } from "../../supabase/functions/vm-reporter/bootstrap.ts";
-import type {
-  AgentMessage,
-  ApprovalAck,
-  ApprovalRequest,
-  AuditEvent,
-  CliSession,
-  CommandStatusReport,
-  ConflictReport,
-  HealthReport,
-  ProductivityMetrics,
-  TaskMetrics,
-} from "../../supabase/functions/vm-reporter/contract.ts";
-import type { RequestOf, ResponseOf, Route } from "../../supabase/functions/vm-reporter/route.ts";
-import { approvals } from "../../supabase/functions/vm-reporter/routes/approvals.ts";
-import { approvalsAck } from "../../supabase/functions/vm-reporter/routes/approvals_ack.ts";
-import { audit } from "../../supabase/functions/vm-reporter/routes/audit.ts";
-import { cliSessions } from "../../supabase/functions/vm-reporter/routes/cli_sessions.ts";
-import { commandsPoll } from "../../supabase/functions/vm-reporter/routes/commands_poll.ts";
-import { commandsStatus } from "../../supabase/functions/vm-reporter/routes/commands_status.ts";
-import { conflicts as conflictsRoute } from "../../supabase/functions/vm-reporter/routes/conflicts.ts";
-import { health as healthRoute } from "../../supabase/functions/vm-reporter/routes/health.ts";
-import { messages as messagesRoute } from "../../supabase/functions/vm-reporter/routes/messages.ts";
-import { productivityMetrics } from "../../supabase/functions/vm-reporter/routes/productivity_metrics.ts";
-import { taskMetrics } from "../../supabase/functions/vm-reporter/routes/task_metrics.ts";
+import { VM_API_ACTIONS as actions } from "../../supabase/functions/_contract/vm_api.ts";
+import {
+  type AgentMessage,
+  type ApprovalAck,
+  type ApprovalRequest,
+  approvals,
+  approvalsAck,
+  audit,
+  type AuditEvent,
+  bootstrap,
+  type CliSession,
+  cliSessions,
+  commandsPoll,
+  commandsStatus,
+  type CommandStatusReport,
+  type ConflictReport,
+  conflicts as conflictsRoute,
+  health as healthRoute,
+  type HealthReport,
+  messages as messagesRoute,
+  type ProductivityMetrics,
+  productivityMetrics,
+  type RequestOf,
+  type ResponseOf,
+  type RouteContract as Route,
+  type TaskMetrics,
+  taskMetrics,
+} from "../../supabase/functions/_contract/reporter.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { typedDashboardClient } from "../helpers/dashboard.ts";
 import { startServer } from "../helpers/server.ts";

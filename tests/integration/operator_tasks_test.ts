@@ -103,7 +103,10 @@ Deno.test("vm-reconciler runs only for a caller with its secret", async (t) => {
     for (const header of [undefined, `Bearer ${"t".repeat(40)}`, "Bearer short", secret]) {
       const response = await call(header);
       assert.equal(response.status, 401);
-      assert.deepEqual(await response.json(), { error: "Missing or invalid reconciler secret" });
+      assert.deepEqual(await response.json(), {
+        error: "Missing or invalid reconciler secret",
+        code: "invalid_reconciler_secret",
+      });
     }
   });
 

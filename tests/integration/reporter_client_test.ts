@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
 import { ReporterClient, ReporterError } from "../../agent/reporter_client.ts";
+import {
+  audit,
+  commandsPoll,
+  conflicts,
+  health,
+  messages,
+} from "../../supabase/functions/_contract/reporter.ts";
 
 /** A stand-in reporter on 127.0.0.1 answering from a script, recording what it was sent. */
 async function withReporter(
@@ -30,7 +37,7 @@ const error = (status: number, headers: Record<string, string> = {}) => () =>
 
 Deno.test("ReporterClient sends the token, the project and the route's body", async () => {
   await withReporter([ok({ commands: [] })], async (client, seen) => {
-    assert.deepEqual(await client.poll(5), []);
+    assert.deepEqual((await client.call(commandsPoll, { max: 5 })).commands, []);
     const [request] = seen;
     assert.equal(new URL(request!.url).pathname, "/functions/v1/vm-reporter/commands/poll");
     assert.equal(request!.headers.get("authorization"), "Bearer vmr_test");
@@ -43,7 +50,9 @@ Deno.test("ReporterClient retries a 429 and a 5xx, then succeeds", async () => {
   await withReporter(
     [error(429, { "retry-after": "1" }), error(503), ok({ accepted: 1 })],
     async (client, seen) => {
-      assert.deepEqual(await client.messages([{ agent: "a", content: "hi" }]), { accepted: 1 });
+      assert.deepEqual(await client.call(messages, { messages: [{ agent: "a", content: "hi" }] }), {
+        accepted: 1,
+      });
       assert.equal(seen.length, 3);
     },
   );
@@ -52,7 +61,7 @@ Deno.test("ReporterClient retries a 429 and a 5xx, then succeeds", async () => {
 Deno.test("ReporterClient does not retry a 4xx and says what the reporter said", async () => {
   await withReporter([error(400), ok({})], async (client, seen) => {
     await assert.rejects(
-      client.conflicts({
+      client.call(conflicts, {
         conflicts_detected: 0,
         conflicts_resolved: 0,
         sync_attempts: 0,
@@ -69,7 +78,7 @@ Deno.test("ReporterClient gives up after its attempts", async () => {
     [error(500), error(500), error(500), error(500), ok({})],
     async (client, seen) => {
       await assert.rejects(
-        client.health({ cpu_percent: 1, memory_percent: 1, disk_percent: 1, agents: [] }),
+        client.call(health, { cpu_percent: 1, memory_percent: 1, disk_percent: 1, agents: [] }),
         (e: unknown) => e instanceof ReporterError && e.status === 500,
       );
       assert.equal(seen.length, 4);
@@ -91,7 +100,7 @@ Deno.test("ReporterClient waits out a 503's Retry-After, as for a 429", async ()
       maxBackoffMs: 5_000,
     });
     const started = performance.now();
-    assert.deepEqual(await client.audit([{ action: "x" }]), { accepted: 1 });
+    assert.deepEqual(await client.call(audit, { events: [{ action: "x" }] }), { accepted: 1 });
     assert.ok(performance.now() - started >= 950, "the retry came before Retry-After");
   } finally {
     await server.shutdown();

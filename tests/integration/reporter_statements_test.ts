@@ -80,7 +80,7 @@ Deno.test("reporter route statements", async (t) => {
   // the route's schema parsed it (the routes without a body here only need a valid statement),
   // and the settings.
   const batch = (path: string, requests: { project: string; token: string }[], rateLimit = 1e6) => {
-    const route = routeList.find((r) => r.path === path)!;
+    const route = routeList.find((r) => r.contract.path === path)!;
     const parsed = route.schema.safeParse(bodies[path] ?? {});
     return sql.unsafe<Outcome[]>(statementOf(route.statement), [
       sql.json(requests.map((r) => ({
@@ -97,7 +97,7 @@ Deno.test("reporter route statements", async (t) => {
 
   await t.step("every route's statement is valid against the schema", async () => {
     for (const route of routeList) {
-      const described = await batch(route.path, [{ project, token }], 0).describe();
+      const described = await batch(route.contract.path, [{ project, token }], 0).describe();
       assert.deepEqual(
         described.columns.map((c) => c.name),
         ["ord", "valid", "hits", "retry_after", "data"],
@@ -107,11 +107,11 @@ Deno.test("reporter route statements", async (t) => {
 
   await t.step("a wrong token writes nothing and spends the unauthenticated budget", async () => {
     for (const [i, route] of routeList.entries()) {
-      const row = await run(route.path, wrongToken, 1000);
+      const row = await run(route.contract.path, wrongToken, 1000);
       assert.deepEqual(
         { valid: row?.valid, hits: row?.hits, data: row?.data },
         { valid: false, hits: i + 1, data: null },
-        route.path,
+        route.contract.path,
       );
     }
     assert.equal(await rowCount(), 0);
@@ -120,9 +120,10 @@ Deno.test("reporter route statements", async (t) => {
 
   await t.step("a spent budget writes nothing and answers no data, on every route", async () => {
     for (const route of routeList) {
-      const row = await run(route.path, token, 0);
-      assert.ok(row && row.valid && row.hits > 0 && row.data === null, route.path);
-      assert.ok(row.retry_after >= 1 && row.retry_after <= 60, route.path);
+      const { path } = route.contract;
+      const row = await run(path, token, 0);
+      assert.ok(row && row.valid && row.hits > 0 && row.data === null, path);
+      assert.ok(row.retry_after >= 1 && row.retry_after <= 60, path);
     }
     assert.equal(await rowCount(), 0);
   });

@@ -2,7 +2,7 @@
  * The soak, short (`deno task soak` with a small fleet for half a minute): the whole stack under
  * real agents and dashboard users answers no 5xx, logs no error, and every reporter request the
  * agents got an answer to is a row of the request log. The memory goal needs the full run (a
- * 30-second window measures V8 warming up, not a leak): its figures are in the README.
+ * 30-second window measures V8 warming up, not a leak): its figures are in docs/benchmarks.md.
  */
 import assert from "node:assert/strict";
 

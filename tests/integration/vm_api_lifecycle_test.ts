@@ -425,7 +425,7 @@ Deno.test("the dashboard's supabase-js client drives vm-api end to end", async (
     const response = error.context as Response;
     assert.equal(response.status, 403);
     const body = await response.json();
-    assert.deepEqual(Object.keys(body), ["error"]);
+    assert.deepEqual(body, { error: body.error, code: "not_project_member" });
     assert.equal(typeof body.error, "string");
   });
 });

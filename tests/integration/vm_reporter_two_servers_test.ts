@@ -4,6 +4,7 @@
  * and the rate limit is one budget per project, not one per process. Every other vm-reporter case
  * runs in process beside its code (supabase/functions/vm-reporter/handler_test.ts, routes/*_test.ts).
  */
+import { RATE_LIMITED_BODY } from "../helpers/vm_api.ts";
 import assert from "node:assert/strict";
 import { createTestDatabase } from "../helpers/database.ts";
 import { startServer } from "../helpers/server.ts";
@@ -17,7 +18,6 @@ import {
 
 /** A valid /audit body. */
 const AUDIT = { events: [{ action: "cycle_started" }] };
-const RATE_LIMITED = { error: "Rate limit exceeded. Please try again later." };
 
 const countOf = (answers: ReporterAnswer[], status: number) =>
   answers.filter((a) => a.status === status).length;
@@ -73,7 +73,7 @@ Deno.test("vm-reporter: two server processes on one database", async (t) => {
       assert.equal(countOf(answers, 200), 6, `statuses: ${statuses(answers)}`);
       assert.equal(countOf(answers, 429), 8);
       for (const answer of answers.filter((a) => a.status === 429)) {
-        assert.deepEqual(answer.body, RATE_LIMITED);
+        assert.deepEqual(answer.body, RATE_LIMITED_BODY);
         const retryAfter = Number(answer.headers.get("retry-after"));
         assert.ok(
           Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60,

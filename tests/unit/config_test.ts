@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
+import { DEFAULT_MAX_BODY_BYTES } from "../../supabase/functions/_contract/defaults.ts";
 import {
   ConfigError,
+  ENV,
   loadConfig,
   LOCAL_JWT_SECRET,
 } from "../../supabase/functions/_shared/config.ts";
@@ -160,4 +162,55 @@ Deno.test("loadConfig() says which variable the database URL came from", () => {
     loadConfig({ ...base, SUPABASE_DB_URL: "postgres://direct@h/db" }).databaseUrl,
     base.DATABASE_URL,
   );
+});
+
+Deno.test("loadConfig() takes MAX_BODY_BYTES's default from the contract", () => {
+  assert.equal(loadConfig(base).maxBodyBytes, DEFAULT_MAX_BODY_BYTES);
+  assert.equal(loadConfig({ ...base, MAX_BODY_BYTES: "2048" }).maxBodyBytes, 2048);
+});
+
+Deno.test("loadConfig() leaves an unset optional setting absent, not undefined", () => {
+  const hosted = loadConfig(hostedEnv);
+  assert.ok(!("secret" in hosted.jwt));
+  assert.ok(!("jwks" in hosted.jwt));
+  assert.ok(!("azure" in hosted));
+  assert.ok(!("reconcilerSecret" in hosted));
+  assert.ok(!("secretKey" in hosted.webhooks));
+  assert.ok(!("authServer" in loadConfig(base).jwt));
+  const set = loadConfig({ ...base, RECONCILER_SECRET: "a-reconciler-secret-of-32-characters" });
+  assert.equal(set.reconcilerSecret, "a-reconciler-secret-of-32-characters");
+});
+
+Deno.test("loadConfig() defaults webhooks differently local and hosted", () => {
+  const local = loadConfig(base).webhooks;
+  assert.equal(local.secretKey?.length, 32);
+  assert.equal(local.allowPrivateUrls, true);
+  assert.deepEqual(local.retryScheduleSeconds, [
+    5,
+    300,
+    1800,
+    7200,
+    18000,
+    36000,
+    50400,
+    72000,
+    86400,
+  ]);
+  assert.equal(loadConfig(hostedEnv).webhooks.allowPrivateUrls, false);
+  const key = btoa(String.fromCharCode(...new Uint8Array(32).fill(7)));
+  assert.deepEqual(
+    loadConfig({ ...hostedEnv, WEBHOOK_SECRET_KEY: key }).webhooks.secretKey,
+    new Uint8Array(32).fill(7),
+  );
+  assert.throws(() => loadConfig({ ...base, WEBHOOK_SECRET_KEY: "c2hvcnQ=" }), /32 bytes, base64/);
+});
+
+Deno.test("every declared setting has a description and its alias a declared target", () => {
+  for (const [name, setting] of Object.entries(ENV)) {
+    if ("aliasOf" in setting) {
+      assert.ok(setting.aliasOf in ENV, `${name}: alias of an undeclared ${setting.aliasOf}`);
+    } else {
+      assert.ok(setting.doc.length > 0, `${name} has no description`);
+    }
+  }
 });

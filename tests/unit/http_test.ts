@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../../supabase/functions/_shared/errors.ts";
-import { pathBelow, readJson } from "../../supabase/functions/_shared/http.ts";
+import { readJson } from "../../supabase/functions/_contract/body.ts";
+import { ApiError } from "../../supabase/functions/_contract/errors.ts";
+import { pathBelow } from "../../supabase/functions/_shared/http.ts";
 
 const post = (body: BodyInit | null, headers: Record<string, string> = {}) =>
   new Request("http://x/functions/v1/vm-api", { method: "POST", body, headers });

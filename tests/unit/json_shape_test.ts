@@ -3,7 +3,7 @@ import {
   findUnstorableText,
   jsonDepth,
   MAX_BODY_DEPTH,
-} from "../../supabase/functions/_shared/json_shape.ts";
+} from "../../supabase/functions/_contract/json_shape.ts";
 import { isUnavailability } from "../../supabase/functions/_shared/sql_errors.ts";
 
 /** `{"a":{"a":...}}` nested `depth` levels, built without recursion. */

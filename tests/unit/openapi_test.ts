@@ -5,14 +5,14 @@
 import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { OPENAPI_FILE, openApiText } from "../../scripts/openapi.ts";
-import { actions as webhookActions } from "../../supabase/functions/webhooks/actions.ts";
-import { EVENT_DATA } from "../../supabase/functions/_shared/webhooks/events.ts";
-import { actions } from "../../supabase/functions/vm-api/actions.ts";
-import { routeList } from "../../supabase/functions/vm-reporter/routes.ts";
+import { EVENT_DATA } from "../../supabase/functions/_contract/events.ts";
+import { REPORTER_ROUTES } from "../../supabase/functions/_contract/reporter.ts";
+import { VM_API_ACTIONS as actions } from "../../supabase/functions/_contract/vm_api.ts";
+import { WEBHOOKS_ACTIONS as webhookActions } from "../../supabase/functions/_contract/webhooks.ts";
 
 const generated = JSON.parse(openApiText());
 
-Deno.test("docs/openapi.json is what the zod schemas produce (run `deno task openapi`)", async () => {
+Deno.test("docs/openapi.json is what the contract produces (run `deno task openapi`)", async () => {
   assert.equal(await Deno.readTextFile(OPENAPI_FILE), openApiText());
 });
 
@@ -30,7 +30,7 @@ Deno.test("the OpenAPI document covers every action, route, status and credentia
     "/vm-api",
     "/webhooks",
     "/vm-reporter/bootstrap",
-    ...routeList.map((route) => `/vm-reporter${route.path}`),
+    ...REPORTER_ROUTES.map((route) => `/vm-reporter${route.path}`),
   ]);
   const vmApi = generated.paths["/vm-api"].post;
   assert.deepEqual(
@@ -55,7 +55,7 @@ Deno.test("the OpenAPI document covers every action, route, status and credentia
     assert.ok(responses[name].headers["Retry-After"], `${name} names Retry-After`);
   }
   assert.ok(responses.MethodNotAllowed.headers.Allow);
-  assert.deepEqual(Object.keys(schemas.Error.properties), ["error", "request_id"]);
+  assert.deepEqual(Object.keys(schemas.Error.properties), ["error", "code", "request_id"]);
   assert.deepEqual(Object.keys(securitySchemes).sort(), [
     "BootstrapCredential",
     "ProjectId",

@@ -4,7 +4,7 @@
  */
 import type { MountArea } from "../area.ts";
 import { webhookDeliveries, webhookEndpoints, webhooksAction } from "../data.ts";
-import { SUBSCRIBABLE_EVENT_TYPES } from "../../../supabase/functions/_shared/webhooks/event_types.ts";
+import { SUBSCRIBABLE_EVENT_TYPES } from "../../../supabase/functions/_contract/event_types.ts";
 import { badge, h, show, showChanged, table, when } from "../ui.ts";
 
 export const mountWebhooks: MountArea = (root, context) => {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { createTestDatabase } from "../../../tests/helpers/database.ts";
 import { asUser } from "./as_user.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../_contract/errors.ts";
 
 const USER = "7d3f5c2a-9b1e-4c8d-a6f0-1e2b3c4d5e6f";
 const CLAIMS = { sub: USER, role: "authenticated" };

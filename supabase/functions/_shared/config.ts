@@ -1,20 +1,76 @@
 /**
  * Every setting the functions read, parsed once from the environment and validated, so a missing or
  * malformed value fails at start with a message naming the variable instead of deep in a request.
+ *
+ * Each environment variable is declared once, below: its schema (with its default), a one-sentence
+ * description and its group. `EnvSchema` is built from the declarations, `Config` is what
+ * `loadConfig` returns, and `deno task docs` renders docs/configuration.md from the same
+ * declarations. A new setting is one declaration here and one property in `loadConfig`'s result.
  */
 import type { JSONWebKeySet } from "jose";
 import { z } from "zod";
+import { DEFAULT_MAX_BODY_BYTES } from "../_contract/defaults.ts";
 import type { AuthServer } from "./auth/auth_server_check.ts";
 import { decodeBase64 } from "./base64.ts";
 import { type AzureConfig, parseAzureConfig } from "./compute/azure_config.ts";
+import { TRANSACTION_POOLER_PORT } from "./db.ts";
 
 /** The Supabase CLI's local JWT secret: the local default only, refused for a hosted SUPABASE_URL. */
 export const LOCAL_JWT_SECRET = "super-secret-jwt-token-with-at-least-32-characters-long";
 export const LOCAL_JWT_ISSUER = "http://127.0.0.1:54321/auth/v1";
 
+/** Hosted, every live isolate of each of the three functions holds its own pool. */
+const POOL_MAX = { local: 10, hosted: 2 } as const;
+const AUTH_PATH = "/auth/v1";
+const JWKS_PATH = `${AUTH_PATH}/.well-known/jwks.json`;
+const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+
+/** The order of docs/configuration.md's sections. */
+export const SETTING_GROUPS = [
+  "Project",
+  "Database",
+  "Auth",
+  "HTTP",
+  "Rate limits",
+  "Compute",
+  "Azure",
+  "Reconciler",
+  "Webhooks",
+  "Retention",
+  "Local stack",
+  "Logging",
+] as const;
+export type SettingGroup = (typeof SETTING_GROUPS)[number];
+
+/** What the documentation says of a variable. */
+export interface SettingDoc {
+  readonly group: SettingGroup;
+  /** One sentence: what the variable does and, where it is not obvious, why. */
+  readonly doc: string;
+  /**
+   * The default in words, when the schema has none or it is not the whole story (it differs
+   * hosted and local, or is derived from another variable). Otherwise the schema's own is shown.
+   */
+  readonly whenUnset?: string;
+}
+
+/** A variable loadConfig parses. */
+export interface Setting extends SettingDoc {
+  readonly schema: z.ZodType;
+}
+
+/** An older name read when the variable it stands for is unset; documented in that one's row. */
+export interface AliasSetting {
+  readonly group: SettingGroup;
+  readonly schema: z.ZodType;
+  readonly aliasOf: string;
+}
+
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 const nonNegativeInt = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
 const jwtSecret = z.string().min(32, "must be at least 32 characters").optional();
+const words = (values: readonly string[]) =>
+  values.map((v) => `\`${v}\``).join(", ").replace(/, ([^,]*)$/, " or $1");
 
 /** A JSON key set in an environment variable (SUPABASE_JWKS, which the runtime provides). */
 const KeySetJson = z.string().transform((text, context) => {
@@ -26,143 +82,349 @@ const KeySetJson = z.string().transform((text, context) => {
   }
 }).pipe(z.object({ keys: z.array(z.looseObject({ kty: z.string() })) }));
 
-const EnvSchema = z.object({
-  DATABASE_URL: z.string().min(1).optional(),
-  SUPABASE_DB_URL: z.string().min(1).optional(),
-  DB_POOL_MAX: z.coerce.number().int().positive().optional(),
-  SUPABASE_URL: z.url().optional(),
-  SUPABASE_ANON_KEY: z.string().min(1).optional(),
-  AUTH_JWT_SECRET: jwtSecret,
-  SUPABASE_JWT_SECRET: jwtSecret,
-  SUPABASE_JWKS: KeySetJson.optional(),
-  AUTH_JWKS_URL: z.url().optional(),
-  SUPABASE_JWKS_URL: z.url().optional(),
-  AUTH_JWT_ISSUER: z.string().min(1).optional(),
-  SUPABASE_JWT_ISSUER: z.string().min(1).optional(),
-  PORT: z.coerce.number().int().min(0).max(65535).default(54321),
-  CORS_ALLOWED_ORIGINS: z.string().default("http://localhost:3000,http://localhost:3001"),
-  MAX_BODY_BYTES: positiveInt(1_048_576),
-  REQUEST_DEADLINE_MS: positiveInt(10_000),
-  DB_STATEMENT_TIMEOUT_MS: positiveInt(8_000),
-  REQUEST_LOG_RETENTION_DAYS: positiveInt(30),
-  HEALTH_SNAPSHOT_RETENTION_DAYS: positiveInt(30),
-  VM_API_RATE_LIMIT: positiveInt(20),
-  VM_REPORTER_RATE_LIMIT: positiveInt(100),
-  VM_REPORTER_UNAUTHENTICATED_LIMIT: positiveInt(30),
-  COMMAND_LEASE_SECONDS: positiveInt(900),
-  BOOTSTRAP_TTL_SECONDS: positiveInt(3600),
-  ACTIVE_PROJECT_LIMIT: z.coerce.number().int().positive().optional(),
-  STUCK_AFTER_SECONDS: positiveInt(300),
-  DRIFT_SETTLE_SECONDS: nonNegativeInt(60),
-  COMPUTE_DRIVER: z.enum(["local", "azure"]).default("local"),
-  LOCAL_VM_BOOT_MS: nonNegativeInt(3000),
-  LOCAL_AGENT_CYCLE_MS: positiveInt(5000),
-  LOCAL_VM_ROOT: z.string().min(1).default(".local/vms"),
-  LOCAL_VM_STOP_MS: nonNegativeInt(2000),
-  LOCAL_VM_DELETE_MS: nonNegativeInt(2000),
-  LOCAL_AUTH_JWT_EXPIRY_SECONDS: positiveInt(3600),
-  RECONCILE_INTERVAL_MS: positiveInt(2000),
-  RECONCILER_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
-  COMPUTE_LEASE_SECONDS: positiveInt(30),
-  COMPUTE_MAX_ATTEMPTS: positiveInt(5),
-  COMPUTE_RETRY_BASE_SECONDS: positiveInt(2),
-  LOCAL_COMPUTE_FAULTS: z.string().default(""),
-  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
-  EVENT_RETENTION_DAYS: positiveInt(30),
-  WEBHOOK_SECRET_KEY: z.string().refine(
-    (value) => decodedLength(value) === 32,
-    "must be 32 bytes, base64",
-  ).optional(),
-  WEBHOOK_ALLOW_PRIVATE_URLS: z.enum(["true", "false"]).optional(),
-  WEBHOOK_RETRY_SCHEDULE_SECONDS: z.string().regex(
-    /^\s*\d+(\s*,\s*\d+)*\s*$/,
-    "must be comma-separated whole seconds",
-  ).default("5,300,1800,7200,18000,36000,50400,72000,86400"),
-  WEBHOOK_DISABLE_AFTER_HOURS: positiveInt(120),
-  WEBHOOK_TIMEOUT_MS: positiveInt(15_000),
-});
-
-export interface Config {
-  databaseUrl: string;
-  /** Which variable gave databaseUrl: on hosted, SUPABASE_DB_URL is the direct connection. */
-  databaseUrlFrom: "DATABASE_URL" | "SUPABASE_DB_URL";
-  /** Connections per pool, i.e. per isolate on hosted (DB_POOL_MAX). */
-  dbPoolMax: number;
-  /** The server cancels a statement running longer (and gives up a lock wait after half). */
-  dbStatementTimeoutMs: number;
-  /** Days of request log and health snapshots kept (whole partitions are dropped after). */
-  retentionDays: { requestLog: number; healthSnapshots: number };
-  /** SUPABASE_URL names a project that is not on this machine. */
-  hosted: boolean;
-  port: number;
-  jwt: {
-    secret?: string;
-    /** The key set the runtime provides (SUPABASE_JWKS). */
-    jwks?: JSONWebKeySet;
-    jwksUrl?: URL;
-    /** Hosted without a secret: HS256 tokens are confirmed by Supabase Auth. */
-    authServer?: AuthServer;
-    issuer?: string;
-    audience: "authenticated";
-  };
-  corsAllowedOrigins: readonly string[];
-  maxBodyBytes: number;
-  /** Past this a request stops waiting (for a hung database) and answers 503. */
-  requestDeadlineMs: number;
-  vmApiRateLimit: number;
-  vmReporterRateLimit: number;
-  /** Failed reporter authentications allowed per minute per project ID. */
-  vmReporterUnauthenticatedLimit: number;
-  /** How long a polled command is leased before it is delivered again. */
-  commandLeaseSeconds: number;
-  /** How long a VM's boot data may wait before its bootstrap credential is exchanged. */
-  bootstrapTtlSeconds: number;
-  activeProjectLimit: number | null;
-  stuckAfterSeconds: number;
-  /** A settled project is checked for drift only this long after its last status change. */
-  driftSettleSeconds: number;
-  computeDriver: "local" | "azure";
-  /** Present when computeDriver is azure. */
-  azure?: AzureConfig;
-  local: {
-    bootMs: number;
-    agentCycleMs: number;
-    stopMs: number;
-    deleteMs: number;
-    /** Where each simulated VM keeps its directories (boot data, state, workspace). */
-    vmRoot: string;
-    /** Lifetime of the access tokens the local sign-in issues (Supabase Auth's JWT expiry). */
-    authJwtExpirySeconds: number;
-  };
-  reconcileIntervalMs: number;
-  /** Bearer secret of the vm-reconciler function; unset: the function refuses every call. */
-  reconcilerSecret?: string;
-  operations: { leaseSeconds: number; maxAttempts: number; retryBaseSeconds: number };
-  /** Local driver faults for rehearsing failures, e.g. `provision:hang,start:error`. */
-  localComputeFaults: string;
-  logLevel: "debug" | "info" | "warn" | "error";
-  /** Days of the event log kept (whole daily partitions are dropped after). */
-  eventRetentionDays: number;
-  webhooks: {
-    /**
-     * AES-256-GCM key for endpoint secrets at rest (WEBHOOK_SECRET_KEY). Absent only when hosted
-     * without it: then endpoints cannot be made and nothing is delivered.
-     */
-    secretKey?: Uint8Array;
-    /** http and private, loopback and link-local targets allowed (the local stack's default). */
-    allowPrivateUrls: boolean;
-    /** Seconds to wait after each failed attempt; after the last, the delivery fails. */
-    retryScheduleSeconds: number[];
-    disableAfterHours: number;
-    timeoutMs: number;
-  };
+/** Gives every declaration in `declarations` the group `group`. */
+function inGroup<T extends Record<string, object>>(
+  group: SettingGroup,
+  declarations: T,
+): { [K in keyof T]: T[K] & { readonly group: SettingGroup } } {
+  return Object.fromEntries(
+    Object.entries(declarations).map(([name, declaration]) => [name, { ...declaration, group }]),
+  ) as { [K in keyof T]: T[K] & { readonly group: SettingGroup } };
 }
+
+/** The variables loadConfig parses, by group; docs/configuration.md lists them in this order. */
+export const ENV = {
+  ...inGroup("Project", {
+    SUPABASE_URL: {
+      schema: z.url().optional(),
+      whenUnset: "unset: local",
+      doc: "The project URL; a non-loopback one makes the project hosted (no local JWT secret or " +
+        "webhook key, `COMPUTE_DRIVER` required) and derives the JWKS, issuer and reporter URLs.",
+    },
+  }),
+  ...inGroup("Database", {
+    DATABASE_URL: {
+      schema: z.string().min(1).optional(),
+      whenUnset: "a private cluster under `.local/` (`deno task start`)",
+      doc: "PostgreSQL 15+ to use; hosted, set it to the transaction pooler (port " +
+        `${TRANSACTION_POOLER_PORT}, \`sslmode=require\`): a direct connection per isolate ` +
+        "exhausts a small instance's connections.",
+    },
+    SUPABASE_DB_URL: {
+      schema: z.string().min(1).optional(),
+      whenUnset: "provided by hosted",
+      doc: "The direct connection hosted Supabase provides, used only when `DATABASE_URL` is " +
+        "unset, with a warning at every start.",
+    },
+    DB_POOL_MAX: {
+      schema: z.coerce.number().int().positive().optional(),
+      whenUnset: `hosted: \`${POOL_MAX.hosted}\`; local: \`${POOL_MAX.local}\``,
+      doc: "Database connections per pool, i.e. per isolate on hosted, where every live isolate " +
+        "of each function holds its own pool.",
+    },
+    DB_STATEMENT_TIMEOUT_MS: {
+      schema: positiveInt(8_000),
+      doc: "The server cancels a statement running longer (503), and gives up a lock wait after " +
+        "half of it.",
+    },
+  }),
+  ...inGroup("Auth", {
+    SUPABASE_ANON_KEY: {
+      schema: z.string().min(1).optional(),
+      whenUnset: "provided by hosted",
+      doc: "Sent as `apikey` when Supabase Auth confirms an HS256 token (hosted, no " +
+        "`AUTH_JWT_SECRET`).",
+    },
+    AUTH_JWT_SECRET: {
+      schema: jwtSecret,
+      whenUnset: `local: \`${LOCAL_JWT_SECRET}\`; hosted: unset`,
+      doc: "HS256 secret (32+ characters) for user JWTs; hosted without it, HS256 tokens are " +
+        "confirmed by `GET ${SUPABASE_URL}/auth/v1/user` (with `SUPABASE_ANON_KEY`).",
+    },
+    SUPABASE_JWT_SECRET: { schema: jwtSecret, aliasOf: "AUTH_JWT_SECRET" },
+    SUPABASE_JWKS: {
+      schema: KeySetJson.optional(),
+      whenUnset: "provided by hosted",
+      doc: "The project's public signing keys (a JSON key set), used before fetching " +
+        "`AUTH_JWKS_URL`.",
+    },
+    AUTH_JWKS_URL: {
+      schema: z.url().optional(),
+      whenUnset: `\`\${SUPABASE_URL}${JWKS_PATH}\``,
+      doc: "Key set for ES256/RS256 user JWTs, fetched for keys `SUPABASE_JWKS` does not hold.",
+    },
+    SUPABASE_JWKS_URL: { schema: z.url().optional(), aliasOf: "AUTH_JWKS_URL" },
+    AUTH_JWT_ISSUER: {
+      schema: z.string().min(1).optional(),
+      whenUnset: `hosted: \`\${SUPABASE_URL}${AUTH_PATH}\`; local: \`${LOCAL_JWT_ISSUER}\``,
+      doc: "The `iss` user JWTs must carry.",
+    },
+    SUPABASE_JWT_ISSUER: { schema: z.string().min(1).optional(), aliasOf: "AUTH_JWT_ISSUER" },
+  }),
+  ...inGroup("HTTP", {
+    CORS_ALLOWED_ORIGINS: {
+      schema: z.string().default("http://localhost:3000,http://localhost:3001"),
+      doc: "Comma-separated origins allowed to call vm-api; add production and UAT here.",
+    },
+    MAX_BODY_BYTES: {
+      schema: positiveInt(DEFAULT_MAX_BODY_BYTES),
+      doc: "Larger request bodies get 413, refused without being read whole.",
+    },
+    REQUEST_DEADLINE_MS: {
+      schema: positiveInt(10_000),
+      doc: "A request still waiting (for a hung database) after this answers 503, so a hung " +
+        "database never hangs callers.",
+    },
+  }),
+  ...inGroup("Rate limits", {
+    VM_API_RATE_LIMIT: {
+      schema: positiveInt(20),
+      doc: "vm-api requests per minute per user.",
+    },
+    VM_REPORTER_RATE_LIMIT: {
+      schema: positiveInt(100),
+      doc: "vm-reporter requests per minute per project.",
+    },
+    VM_REPORTER_UNAUTHENTICATED_LIMIT: {
+      schema: positiveInt(30),
+      doc: "Failed reporter authentications allowed per minute per project ID (then 429).",
+    },
+    ACTIVE_PROJECT_LIMIT: {
+      schema: z.coerce.number().int().positive().optional(),
+      whenUnset: "unlimited",
+      doc: "Running (non-stopped) projects per organization.",
+    },
+  }),
+  ...inGroup("Compute", {
+    COMPUTE_DRIVER: {
+      schema: z.enum(["local", "azure"]).default("local"),
+      doc: "`local` (simulated VMs) or `azure`; a hosted `SUPABASE_URL` requires it set, as the " +
+        "default would simulate VMs in the production database.",
+    },
+    COMMAND_LEASE_SECONDS: {
+      schema: positiveInt(900),
+      doc: "How long a polled command is leased: it is delivered again when no status arrives " +
+        "within this.",
+    },
+    BOOTSTRAP_TTL_SECONDS: {
+      schema: positiveInt(3600),
+      doc: "How long a VM's boot data may wait before its single-use bootstrap credential is " +
+        "exchanged.",
+    },
+    COMPUTE_LEASE_SECONDS: {
+      schema: positiveInt(30),
+      doc: "A sent compute operation's lease: the call is abandoned and resent after it.",
+    },
+    COMPUTE_MAX_ATTEMPTS: {
+      schema: positiveInt(5),
+      doc: "Attempts per compute operation before it is given up (`last_error` and an " +
+        "activity entry).",
+    },
+    COMPUTE_RETRY_BASE_SECONDS: {
+      schema: positiveInt(2),
+      doc: "Backoff base between attempts (doubling, at most 300 s).",
+    },
+  }),
+  ...inGroup("Reconciler", {
+    RECONCILE_INTERVAL_MS: {
+      schema: positiveInt(2000),
+      doc: "How often `deno task start` runs the reconciler.",
+    },
+    RECONCILER_SECRET: {
+      schema: z.string().min(32, "must be at least 32 characters").optional(),
+      whenUnset: "unset: vm-reconciler refuses every call",
+      doc: "Bearer secret (32+ characters) the scheduler presents to vm-reconciler.",
+    },
+    STUCK_AFTER_SECONDS: {
+      schema: positiveInt(300),
+      doc: "A transitional state older than this is reported as stuck.",
+    },
+    DRIFT_SETTLE_SECONDS: {
+      schema: nonNegativeInt(60),
+      doc: "A settled project is compared with its VM only this long after its last status " +
+        "change.",
+    },
+  }),
+  ...inGroup("Webhooks", {
+    WEBHOOK_SECRET_KEY: {
+      schema: z.string().refine(
+        (value) => decodedLength(value) === 32,
+        "must be 32 bytes, base64",
+      ).optional(),
+      whenUnset: "local: a fixed development key; hosted: unset",
+      doc: "AES-256-GCM key (32 bytes, base64) for endpoint secrets at rest; hosted without it " +
+        "nothing is delivered, and changing it makes existing secrets unreadable (rotate them).",
+    },
+    WEBHOOK_ALLOW_PRIVATE_URLS: {
+      schema: z.enum(["true", "false"]).optional(),
+      whenUnset: "local: `true`; hosted: `false`",
+      doc: "Allow `http` and private, loopback and link-local webhook targets.",
+    },
+    WEBHOOK_RETRY_SCHEDULE_SECONDS: {
+      schema: z.string().regex(
+        /^\s*\d+(\s*,\s*\d+)*\s*$/,
+        "must be comma-separated whole seconds",
+      ).default("5,300,1800,7200,18000,36000,50400,72000,86400"),
+      doc: "Seconds to wait after each failed attempt, comma-separated; after the last, the " +
+        "delivery fails.",
+    },
+    WEBHOOK_DISABLE_AFTER_HOURS: {
+      schema: positiveInt(120),
+      doc: "An endpoint failing with no success for this long is disabled.",
+    },
+    WEBHOOK_TIMEOUT_MS: {
+      schema: positiveInt(15_000),
+      doc: "A delivery not answered within this is a failed attempt.",
+    },
+  }),
+  ...inGroup("Retention", {
+    REQUEST_LOG_RETENTION_DAYS: {
+      schema: positiveInt(30),
+      doc: "Days of request log kept: whole daily partitions are dropped after.",
+    },
+    HEALTH_SNAPSHOT_RETENTION_DAYS: {
+      schema: positiveInt(30),
+      doc: "Days of health snapshots kept: whole weekly partitions are dropped after (so up to " +
+        "a week more).",
+    },
+    EVENT_RETENTION_DAYS: {
+      schema: positiveInt(30),
+      doc: "Days of the event log kept: whole daily partitions are dropped after (and finished " +
+        "webhook deliveries that old).",
+    },
+  }),
+  ...inGroup("Local stack", {
+    PORT: {
+      schema: z.coerce.number().int().min(0).max(65535).default(54321),
+      doc: "HTTP port of the local stack (`0`: any free port).",
+    },
+    LOCAL_VM_BOOT_MS: {
+      schema: nonNegativeInt(3000),
+      doc: "Local driver: time a simulated VM takes to boot.",
+    },
+    LOCAL_AGENT_CYCLE_MS: {
+      schema: positiveInt(5000),
+      doc: "Local driver: the simulated agent's cycle.",
+    },
+    LOCAL_VM_ROOT: {
+      schema: z.string().min(1).default(".local/vms"),
+      doc: "Local driver: where each simulated VM keeps its directories (`bootstrap.json`, " +
+        "`state/`, `workspace/`).",
+    },
+    LOCAL_VM_STOP_MS: {
+      schema: nonNegativeInt(2000),
+      doc: "Local driver: time a simulated VM takes to stop.",
+    },
+    LOCAL_VM_DELETE_MS: {
+      schema: nonNegativeInt(2000),
+      doc: "Local driver: time a simulated VM takes to be deleted.",
+    },
+    LOCAL_COMPUTE_FAULTS: {
+      schema: z.string().default(""),
+      doc: "Local driver: faults for rehearsing failures, e.g. " +
+        "`provision:hang,start:error,delete:reject`.",
+    },
+    LOCAL_AUTH_JWT_EXPIRY_SECONDS: {
+      schema: positiveInt(3600),
+      doc: "Local sign-in: lifetime of the access tokens it issues (Supabase Auth's JWT expiry); " +
+        "hosted, Supabase Auth's own setting applies.",
+    },
+  }),
+  ...inGroup("Logging", {
+    LOG_LEVEL: {
+      schema: z.enum(LOG_LEVELS).default("info"),
+      doc: `The least severe log line written: ${words(LOG_LEVELS)}.`,
+    },
+  }),
+} satisfies Record<string, Setting | AliasSetting>;
+
+/**
+ * Variables read elsewhere, declared here only so docs/configuration.md lists every setting: the
+ * Azure driver's, parsed and validated by parseAzureConfig (compute/azure_config.ts) when
+ * COMPUTE_DRIVER is azure, and the local stack's database password, read by `deno task start`.
+ */
+export const ENV_READ_ELSEWHERE = {
+  ...inGroup("Azure", {
+    AZURE_TENANT_ID: {
+      whenUnset: "required with `azure`",
+      doc: "The service principal's tenant (a ClientSecretCredential).",
+    },
+    AZURE_CLIENT_ID: {
+      whenUnset: "required with `azure`",
+      doc: "The service principal's application (client) ID.",
+    },
+    AZURE_CLIENT_SECRET: {
+      whenUnset: "required with `azure`",
+      doc: "The service principal's client secret.",
+    },
+    AZURE_SUBSCRIPTION_ID: {
+      whenUnset: "required with `azure`",
+      doc: "The subscription (a UUID) the VMs are created in.",
+    },
+    AZURE_RESOURCE_GROUP: {
+      whenUnset: "required with `azure`",
+      doc: "The resource group the VMs are created in.",
+    },
+    AZURE_SUBNET_ID: {
+      whenUnset: "required with `azure`",
+      doc: "Subnet resource ID for the VMs' network interfaces.",
+    },
+    AZURE_VM_IMAGE: {
+      whenUnset: "required with `azure`",
+      doc: "Marketplace URN `publisher:offer:sku:version` or an image resource ID.",
+    },
+    AZURE_ADMIN_USERNAME: {
+      whenUnset: "required with `azure`",
+      doc: "The VMs' Linux admin user.",
+    },
+    AZURE_SSH_PUBLIC_KEY: {
+      whenUnset: "required with `azure`",
+      doc: "The admin user's OpenSSH public key (the VMs have no passwords).",
+    },
+    AZURE_ARM_ENDPOINT: {
+      whenUnset: "`https://management.azure.com`",
+      doc: "ARM endpoint, for sovereign clouds and tests.",
+    },
+    AZURE_ARM_SCOPE: {
+      whenUnset: "`https://management.azure.com/.default`",
+      doc: "Token scope ARM accepts (sovereign clouds: their management endpoint + `/.default`).",
+    },
+    AZURE_AUTHORITY_HOST: {
+      whenUnset: "Azure public cloud",
+      doc: "Identity authority host, for sovereign clouds and tests.",
+    },
+    REPORTER_PUBLIC_URL: {
+      whenUnset: "`${SUPABASE_URL}/functions/v1/vm-reporter`",
+      doc: "vm-reporter as the VMs reach it, written into their boot data.",
+    },
+  }),
+  ...inGroup("Local stack", {
+    AUTHENTICATOR_PASSWORD: {
+      whenUnset: "unset (the local cluster trusts loopback)",
+      doc: "Password of `authenticator`, the local Data API's login, when `DATABASE_URL`'s " +
+        "server asks for one.",
+    },
+  }),
+} satisfies Record<string, SettingDoc>;
+
+function schemasOf<T extends Record<string, { readonly schema: z.ZodType }>>(
+  settings: T,
+): { [K in keyof T]: T[K]["schema"] } {
+  return Object.fromEntries(
+    Object.entries(settings).map(([name, setting]) => [name, setting.schema]),
+  ) as { [K in keyof T]: T[K]["schema"] };
+}
+
+export const EnvSchema = z.object(schemasOf(ENV));
+
+/** The settings: what loadConfig returns. */
+export type Config = ReturnType<typeof loadConfig>;
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
 
-export function loadConfig(env: Record<string, string | undefined> = Deno.env.toObject()): Config {
+export function loadConfig(env: Record<string, string | undefined> = Deno.env.toObject()) {
   const present = Object.fromEntries(
     Object.entries(env).filter(([, v]) => v !== undefined && v !== ""),
   );
@@ -182,17 +444,18 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
   const secret = e.AUTH_JWT_SECRET ?? e.SUPABASE_JWT_SECRET ??
     (local ? LOCAL_JWT_SECRET : undefined);
   const jwksUrl = e.AUTH_JWKS_URL ?? e.SUPABASE_JWKS_URL ??
-    (e.SUPABASE_URL ? new URL("/auth/v1/.well-known/jwks.json", e.SUPABASE_URL).href : undefined);
+    (e.SUPABASE_URL ? new URL(JWKS_PATH, e.SUPABASE_URL).href : undefined);
   const issuer = e.AUTH_JWT_ISSUER ?? e.SUPABASE_JWT_ISSUER ??
-    (local ? LOCAL_JWT_ISSUER : new URL("/auth/v1", e.SUPABASE_URL).href);
+    (local ? LOCAL_JWT_ISSUER : new URL(AUTH_PATH, e.SUPABASE_URL).href);
   const authServer: AuthServer | undefined = !local && !secret && e.SUPABASE_ANON_KEY
-    ? { userUrl: new URL("/auth/v1/user", e.SUPABASE_URL), apiKey: e.SUPABASE_ANON_KEY }
+    ? { userUrl: new URL(`${AUTH_PATH}/user`, e.SUPABASE_URL), apiKey: e.SUPABASE_ANON_KEY }
     : undefined;
   if (!secret && !jwksUrl && !e.SUPABASE_JWKS) {
     throw new ConfigError("Set AUTH_JWT_SECRET or AUTH_JWKS_URL to verify user tokens");
   }
 
-  const origins = e.CORS_ALLOWED_ORIGINS.split(",").map((o) => o.trim()).filter(Boolean);
+  const origins: readonly string[] = e.CORS_ALLOWED_ORIGINS.split(",").map((o) => o.trim())
+    .filter(Boolean);
   for (const origin of origins) {
     if (!URL.canParse(origin) || new URL(origin).origin !== origin) {
       throw new ConfigError(
@@ -217,25 +480,35 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     }
   }
 
+  const webhookSecretKey = e.WEBHOOK_SECRET_KEY
+    ? decodeBase64(e.WEBHOOK_SECRET_KEY)
+    : local
+    ? LOCAL_WEBHOOK_SECRET_KEY
+    : undefined;
+
+  // Each property's variable says what it means (ENV); the comments here are for the derived ones.
   return {
     databaseUrl,
-    databaseUrlFrom: e.DATABASE_URL ? "DATABASE_URL" : "SUPABASE_DB_URL",
-    // Hosted, every live isolate of each of the three functions holds its own pool.
-    dbPoolMax: e.DB_POOL_MAX ?? (local ? 10 : 2),
+    /** Which variable gave databaseUrl: on hosted, SUPABASE_DB_URL is the direct connection. */
+    databaseUrlFrom: e.DATABASE_URL ? "DATABASE_URL" as const : "SUPABASE_DB_URL" as const,
+    dbPoolMax: e.DB_POOL_MAX ?? (local ? POOL_MAX.local : POOL_MAX.hosted),
     dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
     retentionDays: {
       requestLog: e.REQUEST_LOG_RETENTION_DAYS,
       healthSnapshots: e.HEALTH_SNAPSHOT_RETENTION_DAYS,
     },
+    /** SUPABASE_URL names a project that is not on this machine. */
     hosted: !local,
     port: e.PORT,
     jwt: {
-      audience: "authenticated",
-      ...(secret ? { secret } : {}),
-      ...(e.SUPABASE_JWKS ? { jwks: e.SUPABASE_JWKS as JSONWebKeySet } : {}),
-      ...(jwksUrl ? { jwksUrl: new URL(jwksUrl) } : {}),
-      ...(authServer ? { authServer } : {}),
-      ...(issuer ? { issuer } : {}),
+      audience: "authenticated" as const,
+      ...ifSet("secret", secret),
+      // The key set the runtime provides (SUPABASE_JWKS).
+      ...ifSet("jwks", e.SUPABASE_JWKS as JSONWebKeySet | undefined),
+      ...ifSet("jwksUrl", jwksUrl === undefined ? undefined : new URL(jwksUrl)),
+      // Hosted without a secret: HS256 tokens are confirmed by Supabase Auth.
+      ...ifSet("authServer", authServer),
+      ...ifSet("issuer", issuer),
     },
     corsAllowedOrigins: origins,
     maxBodyBytes: e.MAX_BODY_BYTES,
@@ -249,7 +522,8 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     stuckAfterSeconds: e.STUCK_AFTER_SECONDS,
     driftSettleSeconds: e.DRIFT_SETTLE_SECONDS,
     computeDriver: e.COMPUTE_DRIVER,
-    ...(azure ? { azure } : {}),
+    // Present when computeDriver is azure.
+    ...ifSet("azure", azure),
     local: {
       bootMs: e.LOCAL_VM_BOOT_MS,
       agentCycleMs: e.LOCAL_AGENT_CYCLE_MS,
@@ -259,7 +533,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
       authJwtExpirySeconds: e.LOCAL_AUTH_JWT_EXPIRY_SECONDS,
     },
     reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
-    ...(e.RECONCILER_SECRET ? { reconcilerSecret: e.RECONCILER_SECRET } : {}),
+    ...ifSet("reconcilerSecret", e.RECONCILER_SECRET),
     operations: {
       leaseSeconds: e.COMPUTE_LEASE_SECONDS,
       maxAttempts: e.COMPUTE_MAX_ATTEMPTS,
@@ -269,17 +543,19 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     logLevel: e.LOG_LEVEL,
     eventRetentionDays: e.EVENT_RETENTION_DAYS,
     webhooks: {
-      ...(e.WEBHOOK_SECRET_KEY
-        ? { secretKey: decodeBase64(e.WEBHOOK_SECRET_KEY) }
-        : local
-        ? { secretKey: LOCAL_WEBHOOK_SECRET_KEY }
-        : {}),
+      // Absent only when hosted without WEBHOOK_SECRET_KEY: then nothing is delivered.
+      ...ifSet<"secretKey", Uint8Array>("secretKey", webhookSecretKey),
       allowPrivateUrls: (e.WEBHOOK_ALLOW_PRIVATE_URLS ?? String(local)) === "true",
       retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE_SECONDS.split(",").map((s) => Number(s)),
       disableAfterHours: e.WEBHOOK_DISABLE_AFTER_HOURS,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     },
   };
+}
+
+/** `{ [key]: value }`, or `{}` when value is undefined: an unset optional property stays absent. */
+function ifSet<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
 /**

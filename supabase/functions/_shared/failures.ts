@@ -3,7 +3,7 @@
  * they are, a database outage as 503 (logged once when it starts and once when it ends, not per
  * request), anything else as a 500 whose details go to the log only.
  */
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../_contract/errors.ts";
 import { internalError } from "./http.ts";
 import { describeError, type Logger } from "./log.ts";
 import { apiErrorFromSql } from "./sql_errors.ts";
@@ -24,7 +24,7 @@ export function answerFor(
   startedAt: number = Date.now(),
 ): ApiError {
   const known = error instanceof ApiError ? error : apiErrorFromSql(error);
-  if (known?.code === "UNAVAILABLE") {
+  if (known?.code === "service_unavailable") {
     if (!outage && startedAt < lastRecovery) return known;
     if (!outage) {
       outage = { since: Date.now(), refused: 0 };

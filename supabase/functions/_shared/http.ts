@@ -1,6 +1,5 @@
-/** JSON answers and request bodies, the same for every function. */
-import { ApiError } from "./errors.ts";
-import { jsonDepth, MAX_BODY_DEPTH } from "./json_shape.ts";
+/** JSON answers, the same for every function. */
+import { ApiError, type ErrorBody } from "../_contract/errors.ts";
 
 export type Headers = Record<string, string>;
 
@@ -17,81 +16,21 @@ export function success(data: unknown, headers: Headers = {}): Response {
 }
 
 /**
- * `{error}`, plus the request id on a 500 or 503 so a user can quote it and an operator can find
+ * `{error, code}`, plus the request id on a 5xx so a user can quote it and an operator can find
  * it.
  */
 export function failure(error: ApiError, requestId: string, headers: Headers = {}): Response {
-  const body = error.code === "INTERNAL" || error.code === "UNAVAILABLE"
-    ? { error: error.message, request_id: requestId }
-    : { error: error.message };
+  const body: ErrorBody = error.status >= 500
+    ? { error: error.message, code: error.code, request_id: requestId }
+    : { error: error.message, code: error.code };
   return json(body, error.status, { ...error.headers, ...headers });
 }
 
 export const internalError = () =>
-  new ApiError("INTERNAL", "Internal server error. Quote the request id when you contact support.");
-
-/**
- * Reads and parses a JSON body of at most `maxBytes` bytes. A declared or streamed size over the
- * limit stops reading at once (413); the rest of the body is never buffered.
- */
-export async function readJson(
-  request: Request,
-  maxBytes: number,
-  options: { emptyAs?: unknown } = {},
-): Promise<unknown> {
-  const declared = request.headers.get("content-length");
-  if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
-  const empty = () => {
-    if ("emptyAs" in options) return options.emptyAs;
-    throw new ApiError("BAD_REQUEST", "Request body is required (a JSON object)");
-  };
-  if (!request.body) return empty();
-  // A declared length bounds the body (the server never reads past it): read it in one piece.
-  const bytes = declared !== null
-    ? new Uint8Array(await request.arrayBuffer())
-    : await readLimited(request.body, maxBytes);
-  if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
-  if (bytes.byteLength === 0) return empty();
-
-  let value: unknown;
-  try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-  } catch {
-    throw new ApiError("BAD_REQUEST", "Request body is not valid JSON");
-  }
-  if (jsonDepth(value) > MAX_BODY_DEPTH) {
-    throw new ApiError("BAD_REQUEST", `body: must not nest deeper than ${MAX_BODY_DEPTH} levels`);
-  }
-  return value;
-}
-
-/** A streamed body of unknown length: stops reading at once past `maxBytes` (413). */
-async function readLimited(body: ReadableStream<Uint8Array>, maxBytes: number) {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge(maxBytes);
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
-}
-
-function tooLarge(maxBytes: number): ApiError {
-  return new ApiError("PAYLOAD_TOO_LARGE", `Request body is larger than ${maxBytes} bytes`);
-}
+  new ApiError(
+    "internal_error",
+    "Internal server error. Quote the request id when you contact support.",
+  );
 
 /**
  * The path below a function's own name: `/functions/v1/vm-reporter/health` (local stack) and

@@ -3,9 +3,9 @@
  * holds across isolates and processes, and Retry-After is exact. The upsert is a fragment of the
  * statement that also does the request's work (vm-reporter) or stands alone (vm-api): as a plain
  * statement it is planned once per connection, where a function around it cost three times the
- * upsert itself (see the README's benchmark).
+ * upsert itself (docs/benchmarks.md).
  */
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../_contract/errors.ts";
 import type { Sql } from "./db.ts";
 
 export const RATE_LIMIT_MESSAGE = "Rate limit exceeded. Please try again later.";
@@ -34,7 +34,7 @@ export function countHit(key: string, source = ""): string {
 }
 
 export function rateLimited(retryAfterSeconds: number): ApiError {
-  return new ApiError("RATE_LIMITED", RATE_LIMIT_MESSAGE, {
+  return new ApiError("rate_limited", RATE_LIMIT_MESSAGE, {
     "retry-after": String(retryAfterSeconds),
   });
 }

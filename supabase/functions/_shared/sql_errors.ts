@@ -1,25 +1,19 @@
 /**
  * What a database failure means for the caller. SQL functions raise the errors meant for callers
- * with SQLSTATEs of class VA (VA400, VA403, VA404, VA409), their messages written for users. A
+ * through private.raise_error(code, message): SQLSTATE class VA (VA + the code's status), the
+ * message written for users, the error code (_contract/errors.ts) as the HINT. A
  * database that cannot be reached or cannot serve now (connection refused or lost, a timeout, too
  * many connections, the pooler refusing, a failover to a read-only node) is unavailability: the
  * caller may retry. Anything else is unexpected.
  */
-import { ApiError, type ErrorCode } from "./errors.ts";
-
-const CODES: Record<string, ErrorCode> = {
-  VA400: "BAD_REQUEST",
-  VA403: "FORBIDDEN",
-  VA404: "NOT_FOUND",
-  VA409: "CONFLICT",
-};
+import { ApiError, isErrorCode } from "../_contract/errors.ts";
 
 /** Seconds a client waits before retrying: outages end by themselves within about that. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 
 export function unavailable(): ApiError {
   return new ApiError(
-    "UNAVAILABLE",
+    "service_unavailable",
     "Service temporarily unavailable. Please try again later.",
     { "retry-after": String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
   );
@@ -67,14 +61,22 @@ export function isUnavailability(error: unknown): boolean {
   return typeof message === "string" && POOLER_REFUSALS.test(message);
 }
 
+/** The caller's error a database failure is, or undefined for a bug. */
 export function apiErrorFromSql(error: unknown): ApiError | undefined {
   if (isUnavailability(error)) return unavailable();
-  const code = (error as { code?: unknown } | null)?.code;
+  const { code, hint, message } = (error ?? {}) as {
+    code?: unknown;
+    hint?: unknown;
+    message?: unknown;
+  };
   if (typeof code !== "string") return undefined;
   // jsonb too deep for the server's stack: a body problem, whatever the request's other bounds.
   if (code === "54001") {
-    return new ApiError("BAD_REQUEST", "body: nested too deeply to be stored");
+    return new ApiError("invalid_request", "body: nested too deeply to be stored");
   }
-  const mapped = CODES[code];
-  return mapped ? new ApiError(mapped, (error as Error).message) : undefined;
+  // Only raise_error's errors carry a code: any other VA error would be a bug of ours.
+  if (code.startsWith("VA") && isErrorCode(hint) && typeof message === "string") {
+    return new ApiError(hint, message);
+  }
+  return undefined;
 }

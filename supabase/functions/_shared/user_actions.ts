@@ -6,19 +6,20 @@
  * counts the user's rate-limit hit (a refused body spends budget too, and hears 429 over it) →
  * answer. Work the action hands to `after` runs once the answer is ready (background work).
  */
-import { z } from "zod";
+import type { z } from "zod";
+import type { ActionContract } from "../_contract/actions.ts";
+import { ApiError } from "../_contract/errors.ts";
+import { parseOrThrow, readJson } from "../_contract/body.ts";
 import { asUser, type UserCall } from "./as_user.ts";
 import { createUserJwtVerifier, type UserClaims } from "./auth/verify_user_jwt.ts";
 import type { BaseServices } from "./base_services.ts";
 import { corsHeaders, preflight } from "./cors.ts";
 import { withDeadline } from "./deadline.ts";
-import { ApiError } from "./errors.ts";
 import { answerFor, databaseAnswered } from "./failures.ts";
-import { failure, readJson, success } from "./http.ts";
+import { failure, success } from "./http.ts";
 import type { Logger } from "./log.ts";
 import { enforceRateLimit } from "./rate_limit.ts";
 import { unavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from "./sql_errors.ts";
-import { parseOrThrow } from "./validation.ts";
 
 export interface UserActionContext<S extends BaseServices = BaseServices> {
   services: S;
@@ -65,7 +66,7 @@ export function createUserActionHandler<S extends BaseServices, R extends { acti
       return await withDeadline(answer(), config.requestDeadlineMs, unavailable);
     } catch (error) {
       const refusal = answerFor(error, log.with({ action }), `${name} request failed`, startedAt);
-      if (refusal.code !== "INTERNAL" && refusal.code !== "UNAVAILABLE") {
+      if (refusal.status < 500) {
         log.info(`${name} request refused`, {
           action,
           status: refusal.status,
@@ -77,7 +78,7 @@ export function createUserActionHandler<S extends BaseServices, R extends { acti
 
     async function answer(): Promise<Response> {
       if (request.method !== "POST") {
-        throw new ApiError("METHOD_NOT_ALLOWED", "Method not allowed: use POST", {
+        throw new ApiError("method_not_allowed", "Method not allowed: use POST", {
           allow: "POST, OPTIONS",
         });
       }
@@ -92,7 +93,10 @@ export function createUserActionHandler<S extends BaseServices, R extends { acti
           });
           return failure(authUnavailable(), requestId, headers);
         }
-        throw new ApiError("UNAUTHORIZED", identity.message);
+        throw new ApiError(
+          identity.failure === "expired" ? "token_expired" : "invalid_token",
+          identity.message,
+        );
       }
       const claims = identity.claims;
       const budget = { key: `${name}:user:${claims.sub}`, limit: endpoint.rateLimit };
@@ -130,7 +134,7 @@ export function createUserActionHandler<S extends BaseServices, R extends { acti
 
 function authUnavailable(): ApiError {
   return new ApiError(
-    "UNAVAILABLE",
+    "auth_unavailable",
     "Authentication is temporarily unavailable. Please try again later.",
     { "retry-after": String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
   );
@@ -139,45 +143,17 @@ function authUnavailable(): ApiError {
 // --- Action tables ------------------------------------------------------------------------------
 
 /**
- * What every action file exports: its request schema (one member of the discriminated union on
- * `action`), the schema of the `data` its success carries, and its handler, which gets validated
- * input and the request's context. The schemas are the contract: the dashboard client's types and
- * the OpenAPI document are derived from them.
+ * What every action file exports: its contract (_contract/: request and response schemas) and
+ * its handler, which gets the validated input and the request's context.
  */
-export interface UserAction<
-  C = never,
-  S extends z.ZodObject = z.ZodObject,
-  R extends z.ZodType = z.ZodType,
-> {
-  summary: string;
-  schema: S;
-  response: R;
-  handle(context: C, input: z.output<S>): Promise<z.output<R>>;
-}
-
-/** What a client sends: the schema's input, before defaults. */
-export type RequestOf<T extends UserAction<never>> = z.input<T["schema"]>;
-/** The `data` of a success answer. */
-export type ResponseOf<T extends UserAction<never>> = z.output<T["response"]>;
-
-type Table<C> = Record<string, UserAction<C>>;
-type RequestUnion<T extends Table<never>> = { [K in keyof T]: z.output<T[K]["schema"]> }[keyof T];
-
-/** The request schema of an action table: `action` picks one member; anything else is a 400. */
-export function actionRequest<C, T extends Table<C>>(
-  actions: T,
-): z.ZodType<RequestUnion<T> & { action: string }> {
-  const schemas = Object.values(actions).map((a) => a.schema);
-  return z.discriminatedUnion(
-    "action",
-    schemas as [z.ZodObject, ...z.ZodObject[]] as never,
-    { error: `must be one of ${Object.keys(actions).join(", ")}` },
-  ) as unknown as z.ZodType<RequestUnion<T> & { action: string }>;
+export interface UserAction<C = never, A extends ActionContract = ActionContract> {
+  contract: A;
+  handle(context: C, input: z.output<A["request"]>): Promise<z.output<A["response"]>>;
 }
 
 /** Runs the action a validated request names. */
-export function runAction<C, T extends Table<C>>(
-  actions: T,
+export function runAction<C>(
+  actions: Record<string, UserAction<C>>,
   context: C,
   request: { action: string },
 ): Promise<unknown> {
@@ -185,9 +161,10 @@ export function runAction<C, T extends Table<C>>(
   return actions[request.action]!.handle(context, request as never);
 }
 
-/** `defineAction` for one endpoint's context: types each action file's handler and schemas. */
+/** `defineAction` for one endpoint's context: types each action file's handler by its contract. */
 export function actionDefiner<C>() {
-  return <S extends z.ZodObject, R extends z.ZodType>(
-    action: UserAction<C, S, R>,
-  ): UserAction<C, S, R> => action;
+  return <A extends ActionContract>(
+    contract: A,
+    handle: UserAction<C, A>["handle"],
+  ): UserAction<C, A> => ({ contract, handle });
 }

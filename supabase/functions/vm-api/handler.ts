@@ -9,7 +9,8 @@ import type { Services } from "../_shared/services.ts";
 import { createUserActionHandler, runAction } from "../_shared/user_actions.ts";
 import { createWebhookSender } from "../_shared/webhooks/deliver.ts";
 import type { ActionContext } from "./action.ts";
-import { ActionRequest, actions } from "./actions.ts";
+import { VmApiRequestSchema } from "../_contract/vm_api.ts";
+import { actions } from "./actions.ts";
 
 export function createVmApi(services: Services): (request: Request) => Promise<Response> {
   const webhooks = createWebhookSender(services);
@@ -17,9 +18,9 @@ export function createVmApi(services: Services): (request: Request) => Promise<R
     name: "vm-api",
     services,
     rateLimit: services.config.vmApiRateLimit,
-    request: ActionRequest,
+    request: VmApiRequestSchema,
     async run(context, input) {
-      const data = await runAction<ActionContext, typeof actions>(actions, {
+      const data = await runAction<ActionContext>(actions, {
         ...context,
         dispatch: (operation) =>
           services.background.run(

@@ -3,18 +3,23 @@
  * identity (user JWT) → rate limit → body (size, JSON, depth) → the `action` it names → answer,
  * and what an answer or a log line may never contain. The actions' own cases are beside them in
  * actions/; two server processes sharing one rate budget are in
- * tests/integration/vm_api_edge_security_test.ts.
+ * tests/integration/vm_api_rate_limit_test.ts.
  */
 import assert from "node:assert/strict";
 import { generateKeyPair, SignJWT } from "jose";
 import { base64url } from "../_shared/base64.ts";
 import { LOCAL_JWT_ISSUER, LOCAL_JWT_SECRET } from "../_shared/config.ts";
-import { MAX_BODY_DEPTH } from "../_shared/json_shape.ts";
+import { MAX_BODY_DEPTH } from "../_contract/json_shape.ts";
 import { isUuid } from "../_shared/uuid.ts";
 import { createOrganization, createProject, createUser } from "../../../tests/helpers/fixtures.ts";
 import { createTestDatabase } from "../../../tests/helpers/database.ts";
 import { inProcess, type InProcessStack } from "../../../tests/helpers/in_process.ts";
-import { addProjectMembers, token } from "../../../tests/helpers/vm_api.ts";
+import {
+  addProjectMembers,
+  assertCode,
+  RATE_LIMITED_BODY,
+  token,
+} from "../../../tests/helpers/vm_api.ts";
 
 // --- constants ---------------------------------------------------------------------------------
 
@@ -23,7 +28,6 @@ const LOCALHOST_3001 = "http://localhost:3001";
 const PRODUCTION = "https://app.example.com";
 const EVIL = "https://evil.example.com";
 const OTHER_SECRET = "another-secret-that-is-at-least-32-characters-long!";
-const RATE_LIMIT_BODY = { error: "Rate limit exceeded. Please try again later." };
 /** Words that betray SQL, internals or a stack trace in an answer. */
 const LEAK_WORDS = ["select", "private.", "postgres", "stack"];
 
@@ -111,6 +115,7 @@ function assertError(answer: Answer, status: number, message?: RegExp) {
   assert.equal(answer.status, status, `expected ${status}, got ${answer.status}: ${answer.text}`);
   assert.match(answer.headers.get("content-type") ?? "", /^application\/json/);
   assert.equal(typeof answer.body.error, "string", `no {error} string in ${answer.text}`);
+  assertCode(answer.body.code, status);
   if (message) assert.match(answer.body.error as string, message);
 }
 
@@ -209,7 +214,7 @@ function burst(
 
 function assertRateLimited(answer: Answer) {
   assert.equal(answer.status, 429);
-  assert.deepEqual(answer.body, RATE_LIMIT_BODY);
+  assert.deepEqual(answer.body, RATE_LIMITED_BODY);
   const retryAfter = answer.headers.get("retry-after") ?? "";
   assert.match(retryAfter, /^\d+$/, `Retry-After must be an integer, got "${retryAfter}"`);
   assert.ok(Number(retryAfter) >= 1 && Number(retryAfter) <= 60, `Retry-After ${retryAfter}`);
@@ -528,7 +533,7 @@ Deno.test("vm-api's edge, in process", async (t) => {
           ...(authorization !== undefined ? { authorization } : {}),
         });
         assertError(answer, 401);
-        assert.deepEqual(Object.keys(answer.body), ["error"]);
+        assert.deepEqual(Object.keys(answer.body), ["error", "code"]);
       });
     }
 
@@ -549,7 +554,7 @@ Deno.test("vm-api's edge, in process", async (t) => {
         const answer = await send(jwks, { authorization: bearer(es256), json: jwksBody });
         assertError(answer, 503);
         assert.ok(Number(answer.headers.get("retry-after")) >= 1, "503 without Retry-After");
-        assert.deepEqual(Object.keys(answer.body).sort(), ["error", "request_id"]);
+        assert.deepEqual(Object.keys(answer.body).sort(), ["code", "error", "request_id"]);
         const requestId = answer.body.request_id as string;
         assert.ok(isUuid(requestId), requestId);
         assert.equal(answer.headers.get("x-request-id"), requestId);
@@ -583,7 +588,7 @@ Deno.test("vm-api's edge, in process", async (t) => {
       await t.step(`${name} is 400 naming action`, async () => {
         const answer = await send(named, { authorization: auth, json });
         assertError(answer, 400);
-        assert.deepEqual(answer.body, { error: message });
+        assert.deepEqual(answer.body, { error: message, code: "invalid_request" });
       });
     }
 
@@ -726,7 +731,7 @@ Deno.test("vm-api's edge, in process", async (t) => {
           try {
             const answer = await send(failing, { authorization: auth, json: statusBody(project) });
             assertError(answer, 500);
-            assert.deepEqual(Object.keys(answer.body).sort(), ["error", "request_id"]);
+            assert.deepEqual(Object.keys(answer.body).sort(), ["code", "error", "request_id"]);
             const requestId = answer.body.request_id as string;
             assert.ok(isUuid(requestId), requestId);
             assert.equal(answer.headers.get("x-request-id"), requestId);
@@ -772,7 +777,7 @@ Deno.test("vm-api's edge, in process", async (t) => {
         ];
         assert.deepEqual(answers.map((a) => a.status), [400, 403, 401]);
         for (const answer of answers) {
-          assert.deepEqual(Object.keys(answer.body), ["error"]);
+          assert.deepEqual(Object.keys(answer.body), ["error", "code"]);
           assert.ok(isUuid(answer.headers.get("x-request-id") ?? ""), "x-request-id");
         }
       });

@@ -4,7 +4,7 @@
  */
 import type { UserCall } from "../_shared/as_user.ts";
 import type { z } from "zod";
-import type { projectStatus } from "../_shared/project_state.ts";
+import type { projectStatus } from "../_contract/fields.ts";
 import type { ClaimedOperation } from "../_shared/operations.ts";
 import type { ActionContext } from "./action.ts";
 

@@ -3,11 +3,11 @@
  * hosted). Callable only with `Authorization: Bearer <RECONCILER_SECRET>`; with no secret
  * configured it refuses every call.
  */
-import { bearerMatches } from "../_shared/auth/verify_secret.ts";
-import { ApiError } from "../_shared/errors.ts";
+import { bearerMatches } from "./verify_secret.ts";
+import { ApiError } from "../_contract/errors.ts";
 import { answerFor } from "../_shared/failures.ts";
 import { failure, success } from "../_shared/http.ts";
-import { reconcileOnce } from "../_shared/reconciler.ts";
+import { reconcileOnce } from "./reconciler.ts";
 import type { Services } from "../_shared/services.ts";
 
 export function createVmReconciler(services: Services): (request: Request) => Promise<Response> {
@@ -16,11 +16,11 @@ export function createVmReconciler(services: Services): (request: Request) => Pr
     const log = services.log.with({ function: "vm-reconciler", request_id: requestId });
     try {
       if (request.method !== "POST") {
-        throw new ApiError("METHOD_NOT_ALLOWED", "Method not allowed: use POST", { allow: "POST" });
+        throw new ApiError("method_not_allowed", "Method not allowed: use POST", { allow: "POST" });
       }
       const secret = services.config.reconcilerSecret;
       if (!secret || !bearerMatches(request.headers.get("authorization"), secret)) {
-        throw new ApiError("UNAUTHORIZED", "Missing or invalid reconciler secret");
+        throw new ApiError("invalid_reconciler_secret", "Missing or invalid reconciler secret");
       }
       const report = await reconcileOnce({ ...services, log });
       log.info("reconciler run", { ...report });

@@ -4,33 +4,15 @@
  * shown this once. The credential is spent by the exchange; a wrong, used or expired one is a
  * 401 that spends the project's unauthenticated budget, like a wrong token.
  */
-import { z } from "zod";
-import { ApiError } from "../_shared/errors.ts";
+import type { z } from "zod";
+import { ApiError } from "../_contract/errors.ts";
+import type { bootstrap } from "../_contract/reporter.ts";
 import type { Sql } from "../_shared/db.ts";
 import {
   hashSecret,
   looksLikeBootstrapCredential,
   newReporterToken,
 } from "../_shared/reporter_token.ts";
-import { uuid } from "./fields.ts";
-import type { RouteContract } from "./route.ts";
-
-export const BOOTSTRAP_ROUTE = "/bootstrap";
-
-/**
- * Declared like a route for clients and the OpenAPI document, but answered by the exchange below
- * rather than by a route statement (dispatch.ts): it authenticates with another credential.
- */
-export const bootstrap = {
-  path: BOOTSTRAP_ROUTE,
-  summary: "Exchanges the VM's single-use bootstrap credential for its reporter token.",
-  // The body is not read: the credential in Authorization is the whole request.
-  schema: z.object({}),
-  response: z.object({
-    project_id: uuid,
-    reporter_token: z.string().describe("Shown this once; stored only as a hash"),
-  }),
-} satisfies RouteContract;
 
 /**
  * `spendUnauthenticated` spends the project's unauthenticated budget and answers the refusal to
@@ -53,5 +35,8 @@ export async function exchangeBootstrapCredential(
 }
 
 function refused(): ApiError {
-  return new ApiError("UNAUTHORIZED", "Missing, used or expired bootstrap credential");
+  return new ApiError(
+    "invalid_bootstrap_credential",
+    "Missing, used or expired bootstrap credential",
+  );
 }

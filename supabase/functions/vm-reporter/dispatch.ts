@@ -3,13 +3,13 @@
  * rate-limit hit (or, for a wrong token, its unauthenticated budget) and the route's work
  * (route.ts `statement`) for every request of the batch, composed here once per route and
  * prepared once per connection. Requests of one route that arrive while earlier batches are
- * running leave together (_shared/batcher.ts): one statement, round trip and commit for many
- * reports, where per-statement overhead was most of a report's cost (see the README's
- * benchmark). A batch holds each project at most once, and takes the projects' rate-limit rows
- * in key order before anything else of theirs, so concurrent batches cannot deadlock on them.
+ * running leave together (batcher.ts): one statement, round trip and commit for many
+ * reports, where per-statement overhead was most of a report's cost (docs/benchmarks.md). A batch
+ * holds each project at most once, and takes the projects' rate-limit rows in key order before
+ * anything else of theirs, so concurrent batches cannot deadlock on them.
  */
-import { createBatcher } from "../_shared/batcher.ts";
-import { ApiError } from "../_shared/errors.ts";
+import { createBatcher } from "./batcher.ts";
+import { ApiError } from "../_contract/errors.ts";
 import type { Sql } from "../_shared/db.ts";
 import type { Logger } from "../_shared/log.ts";
 import { countHit, rateLimited } from "../_shared/rate_limit.ts";
@@ -183,7 +183,7 @@ export function createDispatch(
 }
 
 export function invalidToken(): ApiError {
-  return new ApiError("UNAUTHORIZED", "Missing or invalid reporter token");
+  return new ApiError("invalid_reporter_token", "Missing or invalid reporter token");
 }
 
 /** A refusal the route's SQL raised for the caller's input (never for a bug or an outage). */
@@ -198,7 +198,7 @@ function callerError(error: unknown): ApiError | undefined {
   // data_exception, integrity_constraint_violation: the message names the rule, never the SQL.
   if (code?.startsWith("22") || code?.startsWith("23")) {
     return new ApiError(
-      "BAD_REQUEST",
+      "report_rejected",
       `The report was rejected by the database: ${
         constraint_name ? `constraint ${constraint_name}` : message
       }`,

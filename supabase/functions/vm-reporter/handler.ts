@@ -9,14 +9,15 @@
  * its outcome, becomes a row of the request log. No CORS: only machines call this.
  */
 import { withDeadline } from "../_shared/deadline.ts";
-import { ApiError } from "../_shared/errors.ts";
+import { ApiError } from "../_contract/errors.ts";
+import { parseOrThrow, readJson } from "../_contract/body.ts";
+import { bootstrap } from "../_contract/reporter.ts";
 import { answerFor, databaseAnswered } from "../_shared/failures.ts";
-import { failure, pathBelow, readJson, success } from "../_shared/http.ts";
+import { failure, pathBelow, success } from "../_shared/http.ts";
 import { hashSecretHex, looksLikeReporterToken } from "../_shared/reporter_token.ts";
 import type { BaseServices } from "../_shared/base_services.ts";
 import { unavailable } from "../_shared/sql_errors.ts";
-import { parseOrThrow } from "../_shared/validation.ts";
-import { BOOTSTRAP_ROUTE, exchangeBootstrapCredential } from "./bootstrap.ts";
+import { exchangeBootstrapCredential } from "./bootstrap.ts";
 import { createRequestLog } from "./request_log.ts";
 import { routes } from "./routes.ts";
 import { createDispatch, invalidToken } from "./dispatch.ts";
@@ -25,11 +26,6 @@ import { isUuid } from "../_shared/uuid.ts";
 import { createWebhookSender } from "../_shared/webhooks/deliver.ts";
 
 const MAX_LOGGED_ROUTE = 200;
-/**
- * Routes whose work can record an event (a health change, an agent's message, an approval asked
- * for, an approval expired by the poll): the events are delivered right after them.
- */
-const EVENTFUL_ROUTES = new Set(["/health", "/messages", "/approvals", "/commands/poll"]);
 
 export function createVmReporter(services: BaseServices): (request: Request) => Promise<Response> {
   const { config, sql } = services;
@@ -82,14 +78,16 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
 
     async function answer(): Promise<Response> {
       if (request.method !== "POST") {
-        throw new ApiError("METHOD_NOT_ALLOWED", "Method not allowed: use POST", { allow: "POST" });
+        throw new ApiError("method_not_allowed", "Method not allowed: use POST", { allow: "POST" });
       }
       const definition = routes[route];
-      if (!definition && route !== BOOTSTRAP_ROUTE) {
-        throw new ApiError("NOT_FOUND", `Unknown route: ${route}`);
+      if (!definition && route !== bootstrap.path) {
+        throw new ApiError("unknown_route", `Unknown route: ${route}`);
       }
-      if (!projectHeader) throw new ApiError("BAD_REQUEST", "Missing X-Project-ID header");
-      if (!projectId) throw new ApiError("BAD_REQUEST", "X-Project-ID must be a project UUID");
+      if (!projectHeader) throw new ApiError("missing_project_id", "Missing X-Project-ID header");
+      if (!projectId) {
+        throw new ApiError("invalid_project_id", "X-Project-ID must be a project UUID");
+      }
       const token = bearerCredential(request.headers.get("authorization"));
       if (!definition) {
         return success(
@@ -114,7 +112,7 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
       }
 
       const data = await dispatch.run(definition.statement, projectId, tokenHash, body);
-      if (EVENTFUL_ROUTES.has(route)) webhooks.soon();
+      if (definition.events) webhooks.soon();
       log.debug("vm-reporter request", { route, project_id: projectId });
       return success(data);
     }

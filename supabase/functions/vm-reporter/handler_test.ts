@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { TestDatabase } from "../../../tests/helpers/database.ts";
 import { createProject, createUser, issueReporterToken } from "../../../tests/helpers/fixtures.ts";
 import { inProcess } from "../../../tests/helpers/in_process.ts";
-import { eventually } from "../../../tests/helpers/vm_api.ts";
+import { eventually, RATE_LIMITED_BODY } from "../../../tests/helpers/vm_api.ts";
 import {
   assertError,
   assertMembersOnly,
@@ -24,7 +24,6 @@ import { newReporterToken } from "../_shared/reporter_token.ts";
 
 // --- constants ---------------------------------------------------------------------------------
 
-const RATE_LIMITED = { error: "Rate limit exceeded. Please try again later." };
 /** Words that betray SQL, internals or a stack trace in an answer. */
 const LEAK_WORDS = ["select", "private.", "postgres", "stack", "report_conflicts", "sqlstate"];
 /** A valid /audit body. */
@@ -46,7 +45,7 @@ async function neverIssuedToken(): Promise<string> {
 
 function assertRateLimited(answer: ReporterAnswer) {
   assert.equal(answer.status, 429, `expected 429, got ${answer.status}: ${answer.text}`);
-  assert.deepEqual(answer.body, RATE_LIMITED);
+  assert.deepEqual(answer.body, RATE_LIMITED_BODY);
   const retryAfter = answer.headers.get("retry-after");
   assert.match(retryAfter ?? "", /^\d+$/, `Retry-After must be an integer, got ${retryAfter}`);
   const seconds = Number(retryAfter);
@@ -595,7 +594,7 @@ Deno.test("vm-reporter unexpected errors: a generic 500 with a request id", asyn
       await db.sql`alter table public.git_sync_reports_gone rename to git_sync_reports`;
     }
     assert.equal(answer.status, 500, answer.text);
-    assert.deepEqual(Object.keys(answer.body).sort(), ["error", "request_id"]);
+    assert.deepEqual(Object.keys(answer.body).sort(), ["code", "error", "request_id"]);
     assert.match(answer.body.error, /request id/i);
     const requestId = answer.headers.get("x-request-id");
     assert.equal(answer.body.request_id, requestId);

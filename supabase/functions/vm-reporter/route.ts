@@ -1,27 +1,10 @@
 /**
- * A route is one unit: the path it answers below /vm-reporter, the schema of its request body, the
- * schema of the `data` its success carries, and the SQL that does its work. That SQL becomes part
- * of the one statement the request costs (dispatch.ts), together with the token check and the rate
- * limit. The schemas are the contract: clients' types and the OpenAPI document are derived from
- * them.
+ * A route vm-reporter answers: its contract (_contract/reporter.ts: path and bodies) and the SQL
+ * that does its work. That SQL becomes part of the one statement the request costs (dispatch.ts),
+ * together with the token check and the rate limit.
  */
 import type { z } from "zod";
-
-/** Statuses a route answers beyond those every route can, each with when it happens. */
-export type RouteRefusals = Partial<Record<404 | 409, string>>;
-
-/** What clients see of a route: its path and bodies (the types and the OpenAPI document). */
-export interface RouteContract<
-  P extends string = string,
-  S extends z.ZodType = z.ZodType,
-  R extends z.ZodType = z.ZodType,
-> {
-  path: P;
-  summary: string;
-  schema: S;
-  response: R;
-  refusals?: RouteRefusals;
-}
+import type { RouteContract } from "../_contract/reporter.ts";
 
 /**
  * A route's part of the statement its requests run, a batch at a time (dispatch.ts). `with` adds
@@ -39,22 +22,24 @@ export interface RouteStatement {
   data: string;
 }
 
-/** A route vm-reporter answers. */
-export interface Route<
-  P extends string = string,
-  S extends z.ZodType = z.ZodType,
-  R extends z.ZodType = z.ZodType,
-> extends RouteContract<P, S, R> {
+export interface Route<C extends RouteContract = RouteContract> {
+  contract: C;
+  /** What the body is parsed with: the contract's request schema, or a transform of it. */
+  schema: z.ZodType;
   statement: RouteStatement;
+  /** The route's work can record events: they are delivered right after it. */
+  events: boolean;
 }
 
-export function defineRoute<P extends string, S extends z.ZodType, R extends z.ZodType>(
-  route: Route<P, S, R>,
-): Route<P, S, R> {
-  return route;
+export function defineRoute<C extends RouteContract>(
+  contract: C,
+  statement: RouteStatement,
+  options: { schema?: z.ZodType; events?: boolean } = {},
+): Route<C> {
+  return {
+    contract,
+    schema: options.schema ?? contract.request,
+    statement,
+    events: options.events ?? false,
+  };
 }
-
-/** What a client sends: the schema's input, before defaults and transforms. */
-export type RequestOf<T extends RouteContract> = z.input<T["schema"]>;
-/** The `data` of a success answer. */
-export type ResponseOf<T extends RouteContract> = z.output<T["response"]>;

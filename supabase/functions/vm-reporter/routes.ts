@@ -1,4 +1,7 @@
-/** The route table, built from what each route file declares (its path among them). */
+/**
+ * The route table: each route file adds its SQL to its contract (_contract/reporter.ts). Adding a
+ * route is its contract entry, its file, and one line here.
+ */
 import type { Route } from "./route.ts";
 import { approvals } from "./routes/approvals.ts";
 import { approvalsAck } from "./routes/approvals_ack.ts";
@@ -12,7 +15,7 @@ import { messages } from "./routes/messages.ts";
 import { productivityMetrics } from "./routes/productivity_metrics.ts";
 import { taskMetrics } from "./routes/task_metrics.ts";
 
-/** Every route, in the order the contract lists them (and the OpenAPI document shows them). */
+/** Every route, in the contract's order. */
 export const routeList: readonly Route[] = [
   health,
   messages,
@@ -29,5 +32,5 @@ export const routeList: readonly Route[] = [
 
 /** Path below /vm-reporter → its route. */
 export const routes: Readonly<Record<string, Route>> = Object.fromEntries(
-  routeList.map((route) => [route.path, route]),
+  routeList.map((route) => [route.contract.path, route]),
 );

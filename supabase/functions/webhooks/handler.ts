@@ -7,7 +7,8 @@ import type { BaseServices } from "../_shared/base_services.ts";
 import { createUserActionHandler, runAction } from "../_shared/user_actions.ts";
 import { createWebhookSender } from "../_shared/webhooks/deliver.ts";
 import type { ActionContext } from "./action.ts";
-import { ActionRequest, actions } from "./actions.ts";
+import { WebhooksRequestSchema } from "../_contract/webhooks.ts";
+import { actions } from "./actions.ts";
 
 export function createWebhooksApi(services: BaseServices): (request: Request) => Promise<Response> {
   const webhooks = createWebhookSender(services);
@@ -15,8 +16,7 @@ export function createWebhooksApi(services: BaseServices): (request: Request) =>
     name: "webhooks",
     services,
     rateLimit: services.config.vmApiRateLimit,
-    request: ActionRequest,
-    run: (context, input) =>
-      runAction<ActionContext, typeof actions>(actions, { ...context, webhooks }, input),
+    request: WebhooksRequestSchema,
+    run: (context, input) => runAction<ActionContext>(actions, { ...context, webhooks }, input),
   });
 }

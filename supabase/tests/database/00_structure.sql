@@ -1,3 +1,7 @@
+-- The structure every schema file (supabase/schemas/*.sql) keeps to, checked across all of them:
+-- the tables the outside world names, RLS on every public table, SECURITY DEFINER functions only
+-- in private with an empty search_path, no public function for anon, an index behind every
+-- foreign key (Security Advisor's splinter lints).
 begin;
 \ir fixtures.psql
 select plan(18);

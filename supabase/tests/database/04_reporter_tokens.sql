@@ -1,6 +1,6 @@
--- Reporter tokens and bootstrap credentials (20261123000400_reporter_tokens.sql): who may issue
--- them, the VA404 for a project that does not exist, single use, and rotation within a lineage.
--- (That a token opens the reporter's routes is tested with the reporter.)
+-- Reporter tokens and bootstrap credentials (supabase/schemas/04_reporter_tokens.sql): who may
+-- issue them, the VA404 for a project that does not exist, single use, and rotation within a
+-- lineage. (That a token opens the reporter's routes is tested with the reporter.)
 begin;
 \ir fixtures.psql
 select plan(9);

@@ -1,6 +1,6 @@
--- VM lifecycle (20261123000500_vm_lifecycle.sql): the functions behind every vm-api action, with
--- their membership checks and VA refusals, the operations they record, and the reconciler's view
--- of transitional projects.
+-- VM lifecycle (supabase/schemas/05_vm_lifecycle.sql): the functions behind every vm-api action,
+-- with their membership checks and VA refusals, the operations they record, and the reconciler's
+-- view of transitional projects.
 begin;
 \ir fixtures.psql
 select plan(33);

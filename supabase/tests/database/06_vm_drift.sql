@@ -1,5 +1,6 @@
--- Drift (20261123000600_vm_drift.sql): a settled project whose VM changed behind the platform's
--- back converges, with what it must send queued for the reconciler, once, and recorded once.
+-- Drift (supabase/schemas/06_vm_drift.sql): a settled project whose VM changed behind the
+-- platform's back converges, with what it must send queued for the reconciler, once, and recorded
+-- once.
 begin;
 \ir fixtures.psql
 select plan(7);

@@ -4,6 +4,7 @@
  * by anything on the VM and by anyone who can read the VM in Azure, which is why it carries a
  * credential worth nothing once exchanged, never a reporter token.
  */
+import { BOOT_CONFIG_PATH } from "../../_contract/defaults.ts";
 import { base64 } from "../base64.ts";
 
 export interface BootConfig {
@@ -11,13 +12,6 @@ export interface BootConfig {
   reporterUrl: string;
   bootstrapCredential: string;
 }
-
-/**
- * Where the VM agent reads its boot data (its `--bootstrap` default). Spelled in parts: the
- * Supabase CLI's bundler takes a string literal that looks like a file path for a file to upload
- * with the function, and this one is a path on the VM, not in the project.
- */
-export const BOOT_CONFIG_PATH = ["", "etc", "vm-agent", "bootstrap" + ".json"].join("/");
 
 export function cloudInit(boot: BootConfig): string {
   const json = JSON.stringify({
@@ -35,7 +29,7 @@ export function cloudInit(boot: BootConfig): string {
     '    permissions: "0600"',
     "    encoding: b64",
     `    content: ${base64(json)}`,
-    // The image carries the agent and its unit (README: "The VM image"); boot data starts it.
+    // The image carries the agent and its unit (docs/operations.md); boot data starts it.
     "runcmd:",
     "  - [systemctl, enable, --now, vm-agent.service]",
     "",

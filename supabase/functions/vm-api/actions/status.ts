@@ -1,57 +1,26 @@
-import { z } from "zod";
+import type { ResponseOf } from "../../_contract/actions.ts";
+import { status as contract } from "../../_contract/vm_api.ts";
 import { defineAction } from "../action.ts";
-import { projectId } from "../fields.ts";
-import { healthStatus, projectStatus } from "../../_shared/project_state.ts";
 
-const at = z.iso.datetime({ offset: true });
+/** private.vm_status's answer: the contract's, its timestamps as PostgreSQL writes them. */
+type StatusAnswer = ResponseOf<typeof contract>;
 
-/** The answer: private.vm_status's, its timestamps in UTC, and the sentence for a stuck project. */
-const statusAnswer = z.object({
-  project: z.object({
-    id: z.uuid(),
-    organization_id: z.uuid(),
-    name: z.string(),
-    status: projectStatus,
-    health_status: healthStatus,
-    region: z.string(),
-    vm_size: z.string(),
-    created_at: at,
-    updated_at: at,
-    status_changed_at: at,
-    last_error: z.string().nullable(),
-    stuck: z.boolean().describe("In a transitional status for longer than STUCK_AFTER_SECONDS"),
-  }),
-  recent_activity: z.array(z.object({
-    action: z.string(),
-    details: z.record(z.string(), z.unknown()),
-    created_at: at,
-  })).describe("The five latest, newest first"),
-  message: z.string().optional().describe("Only when stuck: what to do (contact support)"),
-});
-
-type StatusAnswer = z.output<typeof statusAnswer>;
-
-export const status = defineAction({
-  summary: "The project, whether it is stuck, and its five latest activities.",
-  schema: z.object({ action: z.literal("status"), project_id: projectId }),
-  response: statusAnswer,
-  handle: async (ctx, input) => {
-    const stuckAfter = ctx.services.config.stuckAfterSeconds;
-    const row = await ctx.asUser<StatusAnswer>((sql) =>
-      sql`private.vm_status(${input.project_id}, ${stuckAfter})`
-    );
-    const { project } = row;
-    return {
-      project: {
-        ...project,
-        created_at: utc(project.created_at),
-        updated_at: utc(project.updated_at),
-        status_changed_at: utc(project.status_changed_at),
-      },
-      recent_activity: row.recent_activity.map((a) => ({ ...a, created_at: utc(a.created_at) })),
-      ...(project.stuck ? { message: stuckMessage(project.status, stuckAfter) } : {}),
-    };
-  },
+export const status = defineAction(contract, async (ctx, input) => {
+  const stuckAfter = ctx.services.config.stuckAfterSeconds;
+  const row = await ctx.asUser<StatusAnswer>((sql) =>
+    sql`private.vm_status(${input.project_id}, ${stuckAfter})`
+  );
+  const { project } = row;
+  return {
+    project: {
+      ...project,
+      created_at: utc(project.created_at),
+      updated_at: utc(project.updated_at),
+      status_changed_at: utc(project.status_changed_at),
+    },
+    recent_activity: row.recent_activity.map((a) => ({ ...a, created_at: utc(a.created_at) })),
+    ...(project.stuck ? { message: stuckMessage(project.status, stuckAfter) } : {}),
+  };
 });
 
 /** PostgreSQL writes a timestamptz in the session's zone, to the microsecond; we answer UTC ms. */

@@ -135,7 +135,7 @@ Deno.test("status shows a member the project and its latest activity", async (t)
     const id = await createProject(sql, org, [user]);
     for (const [who, stranger] of await nonMembers(sql, org)) {
       const answer = await api.act(stranger, "status", id);
-      assert.deepEqual(answer.body, { error: NOT_A_MEMBER }, who);
+      assert.deepEqual(answer.body, { error: NOT_A_MEMBER, code: "not_project_member" }, who);
       assert.equal(answer.status, 403, who);
     }
   });

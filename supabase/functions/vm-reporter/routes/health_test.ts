@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { inProcess } from "../../../../tests/helpers/in_process.ts";
-import { deriveHealth } from "./health.ts";
+import { deriveHealth } from "../../_contract/reporter.ts";
 import {
   assertError,
   assertUnauthorized,

@@ -1,29 +1,17 @@
-import { z } from "zod";
+import { messages as contract } from "../../_contract/reporter.ts";
 import { defineRoute } from "../route.ts";
-import { accepted, agentName, batch, text, timestamp, uuid } from "../fields.ts";
 
-export const messages = defineRoute({
-  path: "/messages",
-  statement: {
-    with: `
-      stored as (
-        insert into public.agent_messages (id, project_id, direction, agent, content, created_at)
-        select coalesce(m.id, gen_random_uuid()), a.project_id, 'from_agent', m.agent, m.content,
-               coalesce(m.created_at, now())
-        from admitted a, jsonb_to_recordset(a.body -> 'messages')
-          as m (id uuid, agent text, content text, created_at timestamptz)
-        on conflict (project_id, id) do nothing
-      )`,
-    data: `jsonb_build_object('accepted', jsonb_array_length(a.body -> 'messages'))`,
-  },
-  summary: "A batch of agent chat messages; a repeated message id is stored once.",
-  schema: z.object({
-    messages: batch(z.object({
-      id: uuid.nullish(),
-      agent: agentName,
-      content: text(20000),
-      created_at: timestamp.nullish(),
-    })),
-  }),
-  response: accepted,
+export const messages = defineRoute(contract, {
+  with: `
+    stored as (
+      insert into public.agent_messages (id, project_id, direction, agent, content, created_at)
+      select coalesce(m.id, gen_random_uuid()), a.project_id, 'from_agent', m.agent, m.content,
+             coalesce(m.created_at, now())
+      from admitted a, jsonb_to_recordset(a.body -> 'messages')
+        as m (id uuid, agent text, content text, created_at timestamptz)
+      on conflict (project_id, id) do nothing
+    )`,
+  data: `jsonb_build_object('accepted', jsonb_array_length(a.body -> 'messages'))`,
+}, {
+  events: true,
 });

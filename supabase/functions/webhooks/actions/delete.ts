@@ -1,10 +1,7 @@
-import { z } from "zod";
+import { deleteEndpoint as contract } from "../../_contract/webhooks.ts";
 import { defineAction } from "../action.ts";
-import { endpointAnswer, endpointId } from "../fields.ts";
 
-export const deleteEndpoint = defineAction({
-  summary: "Removes an endpoint and its deliveries.",
-  schema: z.object({ action: z.literal("delete"), endpoint_id: endpointId }),
-  response: endpointAnswer,
-  handle: (ctx, input) => ctx.asUser((sql) => sql`private.webhook_delete(${input.endpoint_id})`),
-});
+export const deleteEndpoint = defineAction(
+  contract,
+  (ctx, input) => ctx.asUser((sql) => sql`private.webhook_delete(${input.endpoint_id})`),
+);

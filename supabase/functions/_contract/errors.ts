@@ -1,0 +1,243 @@
+/**
+ * Every error any of our surfaces answers (the functions, the VM agent's socket) has one code from
+ * this list. On the wire: `{"error": "<sentence>", "code": "<code>"}` (contract §15); the code
+ * alone decides the HTTP status. SQL raises the same codes through `private.raise_error(code,
+ * message)`, whose own copy of the list (`private.error_codes()`) a test holds equal to this one;
+ * `docs/errors.md` is rendered from it (`deno task docs`).
+ */
+
+export interface ErrorCodeInfo {
+  status: number;
+  /** When it is answered, in a sentence (the answer's own `error` says what exactly). */
+  when: string;
+  /** What a client should do about it. */
+  action: string;
+}
+
+export const ERROR_CODES = {
+  invalid_request: {
+    status: 400,
+    when: "A field is missing or breaks its rule; the sentence names every field at fault " +
+      "(`name: must not be empty`).",
+    action: "Fix the named fields and send the request again; retrying it unchanged fails again.",
+  },
+  body_required: {
+    status: 400,
+    when: "The request has no body where a JSON object is required.",
+    action: "Send a JSON object as the body.",
+  },
+  invalid_json: {
+    status: 400,
+    when: "The body is not valid UTF-8 JSON, or it ended before it was complete.",
+    action: "Send the body as UTF-8 encoded JSON with `Content-Type: application/json`.",
+  },
+  missing_project_id: {
+    status: 400,
+    when: "A reporter call lacks the `X-Project-ID` header.",
+    action: "Send the project's id in `X-Project-ID` on every reporter call.",
+  },
+  invalid_project_id: {
+    status: 400,
+    when: "`X-Project-ID` is not a UUID.",
+    action: "Send the project's UUID, as the bootstrap data gives it.",
+  },
+  invalid_state_transition: {
+    status: 400,
+    when: "The project's status does not allow the action (start needs stopped; stop needs " +
+      "active or running; delete needs stopped unless `force` is true).",
+    action: "Read the project's status, wait for it to settle, and ask again.",
+  },
+  active_project_limit_reached: {
+    status: 400,
+    when: "Creating or starting would run more projects than the active project limit allows.",
+    action: "Stop a project of the organization first (stopped projects do not count).",
+  },
+  report_rejected: {
+    status: 400,
+    when: "The database refused a report's values (the sentence names the rule).",
+    action: "Fix the report; retrying it unchanged fails again.",
+  },
+  invalid_token: {
+    status: 401,
+    when: "The user's JWT is missing, malformed, wrongly signed or not meant for this service.",
+    action: "Sign in again and send `Authorization: Bearer <access token>`.",
+  },
+  token_expired: {
+    status: 401,
+    when: "The user's JWT has expired.",
+    action: "Refresh the session (supabase-js does it itself) and retry.",
+  },
+  invalid_reporter_token: {
+    status: 401,
+    when: "The reporter token is missing, unknown, revoked, expired or of another project.",
+    action: "Use the project's current token (`deno task reporter-token` issues a new one).",
+  },
+  invalid_bootstrap_credential: {
+    status: 401,
+    when: "The VM's bootstrap credential is missing, already used or expired.",
+    action: "A VM exchanges it once; a used one means the VM already has its reporter token.",
+  },
+  invalid_reconciler_secret: {
+    status: 401,
+    when: "The call to vm-reconciler lacks the right `RECONCILER_SECRET`.",
+    action: "Schedule the reconciler with the secret set on the functions.",
+  },
+  not_project_member: {
+    status: 403,
+    when: "The user is not a member of the project.",
+    action: "Ask one of the project's owners for access.",
+  },
+  not_organization_member: {
+    status: 403,
+    when: "The user is not a member of the organization.",
+    action: "Ask one of the organization's owners for access.",
+  },
+  not_organization_admin: {
+    status: 403,
+    when: "Only the organization's owners and admins may do this (webhook endpoints).",
+    action: "Ask an owner or admin of the organization.",
+  },
+  approval_not_accessible: {
+    status: 403,
+    when: "The approval does not exist or belongs to a project the user is not a member of.",
+    action: "Check the approval's id; only the project's members decide its approvals.",
+  },
+  unknown_route: {
+    status: 404,
+    when: "No route answers this path.",
+    action: "Check the path against the OpenAPI document (`docs/openapi.json`).",
+  },
+  project_not_found: {
+    status: 404,
+    when: "No project has this id.",
+    action: "Check the project id; a deleted project is gone with its data.",
+  },
+  command_not_found: {
+    status: 404,
+    when: "No command of this project has this id.",
+    action: "Report only the ids `/commands/poll` gave this VM.",
+  },
+  approval_not_found: {
+    status: 404,
+    when: "No approval of this project has this id.",
+    action: "Acknowledge only the approvals this VM asked for.",
+  },
+  no_decision_yet: {
+    status: 404,
+    when: "VM agent socket: nobody has decided this approval yet.",
+    action: "Ask again later, or wait with `POST /approvals?wait=<seconds>`.",
+  },
+  method_not_allowed: {
+    status: 405,
+    when: "The method is not the one the path answers (the `Allow` header says which).",
+    action: "Use the method in `Allow` (POST for every function).",
+  },
+  body_timeout: {
+    status: 408,
+    when: "VM agent socket: the body did not arrive within the read deadline.",
+    action: "Send the whole body at once.",
+  },
+  approval_already_decided: {
+    status: 409,
+    when: "The approval has already been approved or rejected.",
+    action: "Nothing to do: each approval is decided once. Read its status.",
+  },
+  approval_expired: {
+    status: 409,
+    when: "The approval expired before it was decided.",
+    action: "Nothing to decide any more; the agent is told no and may ask again.",
+  },
+  approval_not_decided: {
+    status: 409,
+    when: "An outcome is reported for an approval nobody has decided yet.",
+    action: "Wait for the decision (an `approval_decision` command) before acknowledging.",
+  },
+  approval_outcome_conflict: {
+    status: 409,
+    when: "The outcome contradicts the decision or an outcome already reported.",
+    action: "Report one outcome per approval, `executed` only for an approved one.",
+  },
+  command_already_finished: {
+    status: 409,
+    when: "The command already ended with another status.",
+    action: "Nothing to do: a command's terminal status is reported once.",
+  },
+  command_not_delivered: {
+    status: 409,
+    when: "A status is reported for a command this VM has not polled yet.",
+    action: "Poll for commands (`/commands/poll`) first.",
+  },
+  payload_too_large: {
+    status: 413,
+    when: "The body is larger than `MAX_BODY_BYTES` (it is not read past the limit).",
+    action: "Send less: reporter batches hold 1 to 100 records.",
+  },
+  rate_limited: {
+    status: 429,
+    when: "The caller's rate limit is spent (per user for vm-api and webhooks, per project for " +
+      "vm-reporter).",
+    action: "Retry after the seconds the `Retry-After` header gives.",
+  },
+  internal_error: {
+    status: 500,
+    when: "A bug. The details are in the server's log under the answer's `request_id`.",
+    action: "Quote the `request_id` when you contact support.",
+  },
+  service_unavailable: {
+    status: 503,
+    when: "The database cannot be reached or cannot serve right now.",
+    action: "Retry after the seconds the `Retry-After` header gives.",
+  },
+  auth_unavailable: {
+    status: 503,
+    when: "User tokens cannot be verified right now (the key source is unreachable).",
+    action: "Retry after the seconds the `Retry-After` header gives.",
+  },
+  webhooks_unavailable: {
+    status: 503,
+    when: "Webhook endpoints cannot be made: the service has no `WEBHOOK_SECRET_KEY`.",
+    action: "An operator sets `WEBHOOK_SECRET_KEY` (docs/operations.md).",
+  },
+  spool_full: {
+    status: 507,
+    when: "VM agent socket: the spool of reports waiting for the platform is full.",
+    action: "Report less until the VM agent reaches the platform again.",
+  },
+} as const satisfies Record<string, ErrorCodeInfo>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The codes, in the list's order. */
+export const ERROR_CODE_NAMES = Object.keys(ERROR_CODES) as ErrorCode[];
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === "string" && Object.hasOwn(ERROR_CODES, value);
+}
+
+export function statusOf(code: ErrorCode): number {
+  return ERROR_CODES[code].status;
+}
+
+/** An error whose message is safe to show to the caller as it is. */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+
+  get status(): number {
+    return statusOf(this.code);
+  }
+}
+
+/** The body of every error answer. */
+export interface ErrorBody {
+  error: string;
+  code: ErrorCode;
+  /** On 5xx: quote it to support (it is also the X-Request-ID header). */
+  request_id?: string;
+}
