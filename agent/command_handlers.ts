@@ -8,15 +8,16 @@ import type { ApprovalBoard, Decision } from "./approval_board.ts";
 import { writeFileAtomic } from "./atomic_file.ts";
 
 export const PERSONA_FILES = ["SOUL.md", "AGENTS.md", "COORDINATION.md"] as const;
-const OUTPUT_TAIL = 2_000;
 
-/** What start/stop/restart_agents do: the team's own control (a program on a real VM). */
+/** What start/stop/restart_agents do: the team's sessions (agent/team/team_runner.ts). */
 export type AgentHook = (type: string, agents: string[]) => Promise<CommandOutcome>;
 
 export interface CommandContext {
   workspace: string;
   board: ApprovalBoard;
   hook?: AgentHook;
+  /** Fetches the manifest again (update_manifest); answers it. */
+  refreshManifest(): Promise<{ revision: string }>;
   /** Acknowledges a decision nobody will act on (rejected or expired): spooled like any report. */
   acknowledge(ack: { approval_id: string; outcome: "skipped"; details: object }): Promise<void>;
 }
@@ -59,6 +60,11 @@ export async function handleCommand(
       }
       return { status: "succeeded", result: { decision: decision.decision } };
     }
+    case "update_manifest": {
+      // The payload names only the revision: the secrets come over the reporter's /manifest.
+      const { revision } = await ctx.refreshManifest();
+      return { status: "succeeded", result: { revision } };
+    }
     case "start_agents":
     case "stop_agents":
     case "restart_agents": {
@@ -77,24 +83,3 @@ export async function handleCommand(
       };
   }
 }
-
-/** A hook that runs `program [args...] <type> [agent...]`: its exit status and output tail. */
-export const programHook =
-  (program: string, ...args: string[]): AgentHook => async (type, agents) => {
-    try {
-      const result = await new Deno.Command(program, {
-        args: [...args, type, ...agents],
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const output = new TextDecoder().decode(result.stdout) +
-        new TextDecoder().decode(result.stderr);
-      const details = { exit_code: result.code, output_tail: output.slice(-OUTPUT_TAIL) };
-      return result.success
-        ? { status: "succeeded", result: details }
-        : { status: "failed", error: `The hook exited with ${result.code}`, result: details };
-    } catch (error) {
-      return { status: "failed", error: `The hook could not run: ${(error as Error).message}` };
-    }
-  };

@@ -3,10 +3,12 @@
  *
  * First contact exchanges the single-use bootstrap credential from the boot data for the
  * reporter token, kept in the state dir (0600, written atomically) so a restart never needs the
- * spent credential again. Then, every cycle: a health report with the host's real load and the
- * statuses the team declared; a poll for commands, each handled (persona files, inbox, hooks,
- * approval decisions) and its result reported; and the spool drained, oldest first. A refused
- * token (revoked) is logged loudly and retried slowly, never in a tight loop.
+ * spent credential again. Then the manifest (the repository and the project's secrets, contract
+ * §10) and the team (agent/team/, contract §11) start. Every cycle: a health report with the
+ * host's real load and the statuses the team declared; a poll for commands, each handled (persona
+ * files, inbox, the team's sessions, approval decisions, the manifest) and its result reported;
+ * and the spool drained, oldest first. A refused token (revoked) is logged loudly and retried
+ * slowly, never in a tight loop.
  */
 import { Alarm } from "./alarm.ts";
 import { ApprovalBoard } from "./approval_board.ts";
@@ -22,13 +24,33 @@ import {
 } from "../supabase/functions/_contract/reporter.ts";
 import { ReporterClient, ReporterError } from "./reporter_client.ts";
 import { Spool } from "./spool.ts";
+import type { Manifest } from "./team/team_runner.ts";
+
+/** The team the agent runs: its sessions answer start/stop/restart_agents. */
+export interface Team {
+  hook: AgentHook;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Work or a new manifest arrived. */
+  wake(): void;
+}
+
+/** What a team is given of its VM agent. */
+export interface TeamHost {
+  socketPath: string;
+  stateDir: string;
+  workspace: string;
+  manifest(): Manifest | undefined;
+}
 
 export interface VmAgentOptions {
   bootstrapFile: string;
   stateDir: string;
   workspace: string;
   cycleMs: number;
-  /** What start/stop/restart_agents do (scripts/agent.ts: a program, --hook). */
+  /** The team this agent runs (agent/team/team_runner.ts on a VM), started after first contact. */
+  team?: (host: TeamHost) => Team;
+  /** What start/stop/restart_agents do when the team runs outside the agent (a traffic generator). */
   hook?: AgentHook;
   /** How long to wait after the reporter refused the token (it was revoked). */
   refusedBackoffMs?: number;
@@ -54,6 +76,8 @@ export class VmAgent {
   #client!: ReporterClient;
   #server: Deno.HttpServer | undefined;
   #agents: DeclaredAgents | undefined;
+  #manifest: Manifest | undefined;
+  #team: Team | undefined;
   #cycles = 0;
   #draining: Promise<void> = Promise.resolve();
   #loop: Promise<void> = Promise.resolve();
@@ -99,10 +123,22 @@ export class VmAgent {
       signal: this.#abort.signal,
       log: this.#options.log,
     });
+    await this.#loadManifest();
     this.#loop = this.#run();
+    if (this.#options.team) {
+      this.#team = this.#options.team({
+        socketPath: this.socketPath,
+        stateDir,
+        workspace,
+        manifest: () => this.#manifest,
+      });
+      await this.#team.start();
+    }
   }
 
+  /** The team first (its last reports reach the spool), then the loop, the drain, the socket. */
   async stop(): Promise<void> {
+    await this.#team?.stop();
     this.#abort.abort();
     await this.#loop;
     await this.#draining.catch(() => {});
@@ -131,20 +167,53 @@ export class VmAgent {
       await this.#client.call(health, { ...load, agents: this.#agents ?? [] } as HealthReport);
     }
     for (const command of (await this.#client.call(commandsPoll, {})).commands) {
+      const hook = this.#team?.hook ?? this.#options.hook;
       const outcome = await handleCommand(command, {
         workspace: this.#options.workspace,
         board: this.#board,
-        ...(this.#options.hook ? { hook: this.#options.hook } : {}),
+        ...(hook ? { hook } : {}),
         acknowledge: async (ack) => {
           await this.#spool.append("/approvals/ack", ack);
         },
+        refreshManifest: () => this.#fetchManifest(),
       });
+      if (command.type === "deliver_message" || command.type === "update_manifest") {
+        this.#team?.wake();
+      }
       await this.#client.call(commandsStatus, { command_id: command.id, ...outcome });
       if (outcome.status === "failed") {
         this.#options.log("warn", "command failed", { type: command.type, error: outcome.error });
       }
     }
     await this.#drain();
+  }
+
+  /**
+   * The manifest from the platform, kept in the state dir (0600, it holds the project's secrets)
+   * so a restart while the platform is unreachable still has the team's repository and keys.
+   */
+  async #fetchManifest(): Promise<Manifest> {
+    const manifest = await this.#client.send<Manifest>("/manifest", {});
+    await writeFileAtomic(this.#manifestFile, JSON.stringify(manifest), { mode: 0o600 });
+    this.#manifest = manifest;
+    return manifest;
+  }
+
+  async #loadManifest(): Promise<void> {
+    try {
+      await this.#fetchManifest();
+    } catch (error) {
+      const kept = await Deno.readTextFile(this.#manifestFile).catch(() => undefined);
+      if (kept) this.#manifest = JSON.parse(kept);
+      this.#options.log("warn", "the manifest could not be fetched; using the last one kept", {
+        error: error instanceof Error ? error.message : String(error),
+        kept: kept !== undefined,
+      });
+    }
+  }
+
+  get #manifestFile(): string {
+    return `${this.#options.stateDir}/manifest.json`;
   }
 
   /** Sends spooled items in order until the spool is empty or the reporter cannot take more. */

@@ -90,6 +90,7 @@ try {
     log: createLogger("warn", { component: "soak-fleet" }, keepAgentLine),
     cycleMs: CYCLE_MS,
     vmRoot: `${vmRoot}/vms`,
+    team: "traffic",
   });
   await fleet.start(reporterUrl);
   say(`${VMS} VMs powered on; ${USERS} dashboard users; ${MINUTES} min`);

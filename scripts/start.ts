@@ -3,7 +3,9 @@
  * database (DATABASE_URL, or a private cluster under `.local/`, seeded when new), applies pending
  * migrations, starts the Data API (PostgREST), serves it at http://127.0.0.1:$PORT/rest/v1 and the
  * functions at /functions/v1/<name> on the same port, runs the reconciler every
- * RECONCILE_INTERVAL_MS, and stops everything it started on Ctrl-C.
+ * RECONCILE_INTERVAL_MS, and stops everything it started on Ctrl-C. Each local VM runs the real
+ * agent team: Claude Code sessions (the CLI installed from npm under `.local/`) against
+ * ANTHROPIC_BASE_URL when it is set, else against the stack's own model stand-in.
  */
 import { loadConfig, LOCAL_JWT_ISSUER } from "../supabase/functions/_shared/config.ts";
 import { describeError } from "../supabase/functions/_shared/log.ts";
@@ -18,7 +20,14 @@ import { mintApiKey } from "./lib/jwt.ts";
 import { createLocalAuth } from "./lib/local_auth.ts";
 import { ensureDashboard } from "./lib/dashboard_build.ts";
 import { createDashboardSite } from "./lib/dashboard_site.ts";
-import { LocalFleet } from "./lib/local_fleet.ts";
+import { ensureClaudeCode } from "./lib/claude_code.ts";
+import { LocalFleet, type RealTeam } from "./lib/local_fleet.ts";
+import { startModelStandIn } from "./lib/model_standin.ts";
+import {
+  DEFAULT_APPROVAL_TTL_SECONDS,
+  DEFAULT_SESSION_TIMEOUT_MINUTES,
+  teamSettings,
+} from "../agent/team/team_settings.ts";
 import { openLocalDatabase } from "./lib/local_database.ts";
 import { migrate } from "./lib/migrations.ts";
 import { type DataApi, startDataApi } from "./lib/postgrest.ts";
@@ -38,8 +47,9 @@ if (database.fresh) {
 const config = loadConfig({ ...Deno.env.toObject(), DATABASE_URL: database.url });
 await ensureDashboard(say);
 const dataApi = await openDataApi();
-// The local driver's VMs get simulated agents; the fleet needs the services it is a hook of.
+// The local driver's VMs run the real team; the fleet needs the services it is a hook of.
 let fleet: LocalFleet | undefined;
+let model: { url: string; close(): Promise<void> } | undefined;
 const services = await createServices(config, {
   onProvision: (vm, boot) => fleet?.launch(vm.projectId, boot.bootstrapCredential),
 });
@@ -48,6 +58,7 @@ if (config.computeDriver === "local") {
     ...services,
     cycleMs: config.local.agentCycleMs,
     vmRoot: config.local.vmRoot,
+    team: await localTeam(),
   });
 }
 const reconciler = startReconcileLoop(services, config.reconcileIntervalMs);
@@ -141,6 +152,28 @@ async function openDataApi(): Promise<
   }
 }
 
+/** The real team's needs: the CLI, and a model (ANTHROPIC_BASE_URL, or the stand-in). */
+async function localTeam(): Promise<RealTeam> {
+  const settings = teamSettings(Deno.env.toObject());
+  const claude = await ensureClaudeCode();
+  say(`Claude Code: ${claude}`);
+  if (!settings.modelBaseUrl) {
+    model = await startModelStandIn({ hostname: "127.0.0.1", port: 0 });
+    say(`Model URL:     ${model.url} (the stack's stand-in; set ANTHROPIC_BASE_URL for a real one)`);
+  } else {
+    say(`Model URL:     ${settings.modelBaseUrl} (ANTHROPIC_BASE_URL)`);
+  }
+  const vmRoot = config.local.vmRoot.replace(/\/+$/, "");
+  return {
+    claude,
+    ...settings,
+    ...(model ? { modelBaseUrl: model.url, apiKey: settings.apiKey ?? "local-model-stand-in" } : {}),
+    sessionTimeoutMs: DEFAULT_SESSION_TIMEOUT_MINUTES * 60_000,
+    approvalTtlSeconds: DEFAULT_APPROVAL_TTL_SECONDS,
+    repoRoot: `${vmRoot.slice(0, vmRoot.lastIndexOf("/") + 1) || "./"}repos`,
+  };
+}
+
 function redactPassword(url: string): string {
   const parsed = new URL(url);
   if (parsed.password) parsed.password = "***";
@@ -165,6 +198,7 @@ async function shutdown(signal: string) {
     Deno.exit(1);
   }, SHUTDOWN_GRACE_MS);
   await fleet?.stop();
+  await model?.close();
   await reconciler.stop();
   await server.shutdown();
   await dataApi?.process.stop();

@@ -1,16 +1,21 @@
 /**
  * The local driver's simulated VMs run what a real VM runs: the reference VM agent
- * (agent/vm_agent.ts, in this process to stay cheap with many VMs) and, as its agent team, a
- * simulated team that talks to it over its Unix socket. Each VM has its directories under
+ * (agent/vm_agent.ts, in this process to stay cheap with many VMs) with its real team
+ * (agent/team/: Claude Code sessions against the model the options name), or, for the soak, a
+ * traffic generator in its place. Each VM has its directories under
  * `${LOCAL_VM_ROOT}/<project_id>/` (contract §7): `bootstrap.json` (its boot data), `state/`
- * (token, spool, socket) and `workspace/` (persona files, inbox). A runner watches the VM's power
- * state like its init system would: agent and team start when it runs, stop when it stops, and
- * its directories go when it is gone. A restart keeps the token in `state/`, as a reboot does.
+ * (token, spool, socket) and `workspace/` (persona files, inbox, board, the agents' clones). A
+ * runner watches the VM's power state like its init system would: agent and team start when it
+ * runs, stop when it stops, and its directories go when it is gone. A restart keeps the token in
+ * `state/`, as a reboot does. A project without a repository gets a seeded one under
+ * `${repoRoot}` before its VM's agent first asks for the manifest.
  */
 import { Alarm } from "../../agent/alarm.ts";
 import { AgentSocket } from "../../agent/socket_client.ts";
-import { SimulatedTeam } from "../../agent/simulated_team.ts";
+import { TeamRunner } from "../../agent/team/team_runner.ts";
 import { VmAgent } from "../../agent/vm_agent.ts";
+import { ensureSampleRepository } from "./sample_repository.ts";
+import { TeamTrafficGenerator } from "./team_traffic.ts";
 import type { Compute } from "../../supabase/functions/_shared/compute/compute.ts";
 import type { Sql } from "../../supabase/functions/_shared/db.ts";
 import { describeError, type Logger } from "../../supabase/functions/_shared/log.ts";
@@ -26,6 +31,20 @@ export interface LocalFleetDeps {
   cycleMs: number;
   /** Where each VM's directories live (LOCAL_VM_ROOT). */
   vmRoot: string;
+  /** The real team, or a traffic generator (soak, fleet measurements). */
+  team: RealTeam | "traffic";
+}
+
+/** What the real team's sessions need on this machine. */
+export interface RealTeam {
+  claude: string;
+  modelBaseUrl?: string;
+  apiKey?: string;
+  defaultModel: string;
+  sessionTimeoutMs: number;
+  approvalTtlSeconds: number;
+  /** Where projects without a repository get theirs. */
+  repoRoot: string;
 }
 
 export class LocalFleet {
@@ -136,10 +155,10 @@ class Runner {
   async #run(dir: string): Promise<void> {
     const { compute, log, cycleMs } = this.deps;
     const fields = { component: "local-vm", project_id: this.projectId };
-    let vm: { agent: VmAgent; socket: AgentSocket; team: SimulatedTeam } | undefined;
+    let vm: { agent: VmAgent; socket?: AgentSocket; traffic?: TeamTrafficGenerator } | undefined;
     const powerOff = async () => {
       if (!vm) return;
-      vm.socket.close();
+      vm.socket?.close();
       await vm.agent.stop();
       vm = undefined;
     };
@@ -158,22 +177,10 @@ class Runner {
             continue;
           }
           if (!vm) {
-            const socket = new AgentSocket(`${dir}/state/agent.sock`);
-            const team = new SimulatedTeam(socket, `${dir}/workspace`);
-            const agent = new VmAgent({
-              bootstrapFile: `${dir}/bootstrap.json`,
-              stateDir: `${dir}/state`,
-              workspace: `${dir}/workspace`,
-              cycleMs,
-              hook: team.hook,
-              log: (level, msg, extra) => log[level](`vm-agent: ${msg}`, { ...fields, ...extra }),
-            });
-            await agent.start();
-            vm = { agent, socket, team };
-            await vm.team.boot();
+            vm = await this.#boot(dir);
             log.info("simulated VM booted", fields);
           } else {
-            await vm.team.cycle();
+            await vm.traffic?.cycle();
           }
         } catch (error) {
           if (this.#abort.signal.aborted) return;
@@ -184,6 +191,50 @@ class Runner {
     } finally {
       await powerOff();
     }
+  }
+
+  /** The VM's agent, with its real team or the traffic generator. */
+  async #boot(dir: string) {
+    const { log, cycleMs, team } = this.deps;
+    const fields = { component: "local-vm", project_id: this.projectId };
+    const agentLog = (level: "info" | "warn" | "error", msg: string, extra = {}) =>
+      log[level](`vm-agent: ${msg}`, { ...fields, ...extra });
+    const options = {
+      bootstrapFile: `${dir}/bootstrap.json`,
+      stateDir: `${dir}/state`,
+      workspace: `${dir}/workspace`,
+      cycleMs,
+      log: agentLog,
+    };
+    if (team === "traffic") {
+      const socket = new AgentSocket(`${dir}/state/agent.sock`);
+      const traffic = new TeamTrafficGenerator(socket, `${dir}/workspace`);
+      const agent = new VmAgent({ ...options, hook: traffic.hook });
+      await agent.start();
+      await traffic.boot();
+      return { agent, socket, traffic };
+    }
+    await this.#ensureRepository(team.repoRoot);
+    const agent = new VmAgent({
+      ...options,
+      team: (host) => new TeamRunner({ ...host, ...team, cycleMs, log: agentLog }),
+    });
+    await agent.start();
+    return { agent };
+  }
+
+  /** A project without a repository gets the seeded sample, named as its repository_url. */
+  async #ensureRepository(repoRoot: string): Promise<void> {
+    const { sql } = this.deps;
+    const [project] = await sql<{ repository_url: string | null; repository_branch: string }[]>`
+      select repository_url, repository_branch from public.projects where id = ${this.projectId}`;
+    if (!project || project.repository_url) return;
+    const path = await ensureSampleRepository(
+      `${repoRoot}/${this.projectId}.git`,
+      project.repository_branch,
+    );
+    await sql`update public.projects set repository_url = ${path}
+      where id = ${this.projectId} and repository_url is null`;
   }
 
   #sleep(ms: number): Promise<void> {

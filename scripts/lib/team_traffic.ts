@@ -1,19 +1,20 @@
 /**
- * A simulated team of agents for the local compute driver, a client of its VM's agent as a real
- * team is: on each cycle it declares its agents' statuses (for the agent's health report) and
- * hands over chat, audit trail, git sync, metrics or a CLI session through the agent's socket;
- * it reads the messages the agent delivered to its inbox; now and then it asks for approval and
- * acknowledges what it did with an approved one. Its numbers are invented; its traffic is not.
+ * A traffic generator shaped like an agent team, for the soak and fleet measurements only: a
+ * client of its VM's agent as the real team (agent/team/) is, it declares statuses and hands over
+ * chat, audit trail, git sync, metrics and CLI sessions through the agent's socket every cycle,
+ * reads the inbox and now and then asks for approval. Its numbers are invented; its traffic is
+ * not. `deno task start` runs the real team; hundreds of VMs of real Claude Code sessions do not
+ * fit one machine, which is what this is for.
  */
-import type { AgentHook } from "./command_handlers.ts";
-import type { AgentState } from "../supabase/functions/_contract/reporter.ts";
-import type { AgentSocket } from "./socket_client.ts";
+import type { AgentHook } from "../../agent/command_handlers.ts";
+import type { AgentState } from "../../supabase/functions/_contract/reporter.ts";
+import type { AgentSocket } from "../../agent/socket_client.ts";
 
 const AGENTS = ["lead", "builder", "reviewer"] as const;
 const MODELS = ["claude-sonnet-4-5", "claude-haiku-4-5"] as const;
 const APPROVAL_EVERY_CYCLES = 5;
 
-export class SimulatedTeam {
+export class TeamTrafficGenerator {
   readonly #socket: AgentSocket;
   readonly #workspace: string;
   readonly #states = new Map<string, AgentState>(AGENTS.map((name) => [name, "active"]));

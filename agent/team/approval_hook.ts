@@ -1,0 +1,137 @@
+/**
+ * The Claude Code hook that holds a Bash command until a person decides (contract §11). The
+ * runner puts it in each session's settings for PreToolUse, PostToolUse and PostToolUseFailure on
+ * Bash; the CLI runs it with the event as JSON on stdin.
+ *
+ * - PreToolUse: a command no rule matches passes untouched (no output). A matching one is asked
+ *   for through the VM agent's socket (`POST /approvals?wait=`, the request id fixed by the
+ *   session and the tool call, so a retry is the same approval) and waited for as long as the
+ *   approval lives; approved → allowed, rejected or expired → denied with the reason, which the
+ *   model reads. Anything going wrong denies: a risky command never runs unasked.
+ * - PostToolUse / PostToolUseFailure of an approved command: `/approvals/ack` executed / failed.
+ *   (Rejected and expired ones the VM agent acknowledges as skipped when the decision arrives.)
+ *
+ * Usage: approval_hook.ts <pre|post|post-failure> --socket <agent.sock> --rules <rules.json>
+ *        --agent <name> --state <dir> --ttl <seconds>
+ */
+import { parseArgs } from "node:util";
+import { AgentSocket } from "../socket_client.ts";
+import { type ApprovalRules, matchApprovalRule } from "./approval_rules.ts";
+
+const POLL_MS = 5_000;
+/** The socket waits at most this long in one request (agent/local_api.ts). */
+const MAX_WAIT_SECONDS = 3_600;
+
+interface HookInput {
+  session_id?: string;
+  tool_name?: string;
+  tool_use_id?: string;
+  tool_input?: { command?: unknown };
+}
+
+interface Decision {
+  approval_id: string;
+  decision: "approved" | "rejected" | "expired";
+  comment: string | null;
+}
+
+const { positionals, values } = parseArgs({
+  args: Deno.args,
+  allowPositionals: true,
+  options: {
+    socket: { type: "string" },
+    rules: { type: "string" },
+    agent: { type: "string" },
+    state: { type: "string" },
+    ttl: { type: "string", default: "1800" },
+  },
+});
+const event = positionals[0];
+const input = JSON.parse(await new Response(Deno.stdin.readable).text()) as HookInput;
+const command = typeof input.tool_input?.command === "string" ? input.tool_input.command : "";
+if (input.tool_name !== "Bash" || !command || !values.socket || !values.state) Deno.exit(0);
+
+const socket = new AgentSocket(values.socket);
+const approvedFile = `${values.state}/approved/${
+  encodeURIComponent(`${input.session_id}-${input.tool_use_id}`)
+}.json`;
+
+if (event === "pre") {
+  const rules: ApprovalRules = JSON.parse(await Deno.readTextFile(values.rules!));
+  const match = matchApprovalRule(command, rules);
+  if (!match) Deno.exit(0);
+  let answer: { allow: boolean; reason: string };
+  try {
+    answer = await ask(match.action, match.reason, match.risk);
+  } catch (error) {
+    answer = {
+      allow: false,
+      reason: `This command needs a person's approval (${match.reason}), and the approval could ` +
+        `not be asked for: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
+  decide(answer.allow, answer.reason);
+} else if (event === "post" || event === "post-failure") {
+  const approved = await Deno.readTextFile(approvedFile).catch(() => undefined);
+  if (approved) {
+    const { approval_id } = JSON.parse(approved) as { approval_id: string };
+    await socket.post("/approvals/ack", {
+      approval_id,
+      outcome: event === "post" ? "executed" : "failed",
+      details: { command },
+    });
+    await Deno.remove(approvedFile).catch(() => {});
+  }
+}
+socket.close();
+
+async function ask(
+  action: string,
+  reason: string,
+  risk: "medium" | "high",
+): Promise<{ allow: boolean; reason: string }> {
+  const ttl = Number(values.ttl);
+  const requestId = `${input.session_id}:${input.tool_use_id}`.slice(0, 200);
+  const deadline = Date.now() + (ttl + 120) * 1000;
+  const wait = Math.min(MAX_WAIT_SECONDS, ttl + 60);
+  const asked = await socket.post(`/approvals?wait=${wait}`, {
+    request_id: requestId,
+    agent: values.agent,
+    action,
+    description: `${values.agent} wants to run \`${command.slice(0, 2_000)}\`: ${reason}.`,
+    risk,
+    details: { command: command.slice(0, 8_000), rule: reason },
+    expires_in_seconds: ttl,
+  });
+  if (asked.status >= 300) throw new Error(asked.body?.error ?? `status ${asked.status}`);
+  let decision: Decision | undefined = asked.body.decision;
+  // The socket's wait ended without a decision (the platform unreachable meanwhile): ask again
+  // until the approval's life is over; the decision may still arrive with the next poll.
+  while (!decision && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    const got = await socket.get(`/approvals/${encodeURIComponent(requestId)}`);
+    if (got.status === 200) decision = got.body;
+  }
+  if (!decision) {
+    return { allow: false, reason: "The approval this command needs got no decision in time." };
+  }
+  if (decision.decision === "approved") {
+    await Deno.mkdir(`${values.state}/approved`, { recursive: true });
+    await Deno.writeTextFile(approvedFile, JSON.stringify({ approval_id: decision.approval_id }));
+    return { allow: true, reason: "A person approved this command." };
+  }
+  const why = decision.decision === "rejected"
+    ? `A person rejected this command${decision.comment ? `: ${decision.comment}` : "."}`
+    : "The approval for this command expired without a decision.";
+  return { allow: false, reason: `${why} Do not try to run it another way.` };
+}
+
+function decide(allow: boolean, reason: string): void {
+  console.log(JSON.stringify({
+    hookSpecificOutput: {
+      hookEventName: "PreToolUse",
+      permissionDecision: allow ? "allow" : "deny",
+      permissionDecisionReason: reason,
+    },
+  }));
+}

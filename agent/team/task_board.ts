@@ -1,0 +1,118 @@
+/**
+ * The team's task board: one JSON file per task under `<workspace>/board/`, so a task survives a
+ * restart of the agent and anyone on the VM can read the board with `cat`. docs/vm-agent.md
+ * states the rules; in short:
+ *
+ * - **assigned**: a task enters the board for one agent: a chat message (for the agent it names
+ *   with a leading `@name`, else the lead) or a line `@name <task>` in the lead's final answer.
+ * - **completed**: the task's session ended and the CLI reported success.
+ * - **failed**: the task's session ended in error (the CLI's `is_error`, a non-zero exit, no
+ *   result); the agent shows `error` until its next session succeeds.
+ * - **drifted**: the task's session was cut before it ended (stop_agents, restart_agents, the
+ *   session time limit, the VM going down mid-session): the work did not finish as assigned.
+ *
+ * A task runs in exactly one session and is never run twice, so each chat message reaches one
+ * session's prompt once. Conflict tasks (`kind: "conflict"`) are the runner's own: the agent's next
+ * session resolves a rebase that stopped; they come before the agent's other work and are not
+ * counted in the task metrics.
+ */
+import { writeFileAtomic } from "../atomic_file.ts";
+
+export type TaskStatus = "assigned" | "running" | "completed" | "failed" | "drifted";
+
+export interface Task {
+  id: string;
+  agent: string;
+  kind: "work" | "conflict";
+  text: string;
+  /** `user` for a chat message, the lead's name for a handed-on task, `runner` for a conflict. */
+  from: string;
+  status: TaskStatus;
+  created_at: string;
+  updated_at: string;
+  /** The CLI's session id of the session that ran it. */
+  session_id?: string;
+  /** Why it failed or drifted. */
+  outcome?: string;
+  /** A conflict task's files. */
+  files?: string[];
+}
+
+const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/;
+
+export class TaskBoard {
+  readonly #dir: string;
+
+  constructor(dir: string) {
+    this.#dir = dir;
+  }
+
+  /**
+   * Puts a task on the board unless one with its id is there already (a message delivered twice
+   * is one task). Answers whether it was added.
+   */
+  async add(
+    task: Omit<Task, "status" | "created_at" | "updated_at">,
+    now = new Date(),
+  ): Promise<boolean> {
+    if (!SAFE_ID.test(task.id)) throw new Error(`Task id ${JSON.stringify(task.id)} is not safe`);
+    await Deno.mkdir(this.#dir, { recursive: true });
+    const at = now.toISOString();
+    try {
+      const file = await Deno.open(this.#path(task.id), { write: true, createNew: true });
+      file.close();
+    } catch (error) {
+      if (error instanceof Deno.errors.AlreadyExists) return false;
+      throw error;
+    }
+    await this.#write({ ...task, status: "assigned", created_at: at, updated_at: at });
+    return true;
+  }
+
+  async get(id: string): Promise<Task | undefined> {
+    try {
+      return JSON.parse(await Deno.readTextFile(this.#path(id)));
+    } catch {
+      return undefined;
+    }
+  }
+
+  async update(id: string, change: Partial<Task>, now = new Date()): Promise<Task> {
+    const task = await this.get(id);
+    if (!task) throw new Error(`No task ${id} on the board`);
+    const next = { ...task, ...change, id, updated_at: now.toISOString() };
+    await this.#write(next);
+    return next;
+  }
+
+  /** Every task, oldest first. */
+  async list(): Promise<Task[]> {
+    const tasks: Task[] = [];
+    try {
+      for await (const entry of Deno.readDir(this.#dir)) {
+        if (!entry.isFile || !entry.name.endsWith(".json")) continue;
+        const task = await this.get(entry.name.slice(0, -".json".length));
+        if (task?.status) tasks.push(task);
+      }
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+    return tasks.sort((a, b) =>
+      a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id)
+    );
+  }
+
+  /** The agent's next task: a conflict first, then the oldest assigned work. */
+  async next(agent: string): Promise<Task | undefined> {
+    const mine = (await this.list()).filter((t) => t.agent === agent && t.status === "assigned");
+    return mine.find((t) => t.kind === "conflict") ?? mine[0];
+  }
+
+  #path(id: string): string {
+    return `${this.#dir}/${id}.json`;
+  }
+
+  #write(task: Task): Promise<void> {
+    return writeFileAtomic(this.#path(task.id), JSON.stringify(task, null, 2));
+  }
+}
