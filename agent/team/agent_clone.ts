@@ -151,9 +151,11 @@ export class AgentClone {
           return result;
         }
       }
+      // The push moves origin/<branch> too: the range is taken by sha before it.
+      const from = base ? (await this.#git(["rev-parse", base])).out.trim() : undefined;
       const push = await this.#git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], true);
       if (push.code === 0) {
-        result.pushed = await this.#commits(base);
+        result.pushed = await this.#commits(from);
         delete result.error;
         await this.#fetch();
         return result;

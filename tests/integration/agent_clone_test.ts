@@ -1,0 +1,130 @@
+/**
+ * An agent's clone with real git: commits as the agent, pushes, rebases on what another agent
+ * pushed, counts a real conflict and resumes it for the next session, and hands GIT_TOKEN to git
+ * through the credential helper without writing it anywhere.
+ */
+import assert from "node:assert/strict";
+import { AgentClone, gitEnvironment } from "../../agent/team/agent_clone.ts";
+import { ensureSampleRepository } from "../../scripts/lib/sample_repository.ts";
+
+async function git(cwd: string, ...args: string[]): Promise<string> {
+  const out = await new Deno.Command("git", { args, cwd, stdout: "piped", stderr: "piped" })
+    .output();
+  if (!out.success) throw new Error(new TextDecoder().decode(out.stderr));
+  return new TextDecoder().decode(out.stdout).trim();
+}
+
+function clone(root: string, remote: string | undefined, agent: string, secrets = {}) {
+  return new AgentClone({
+    dir: `${root}/${agent}`,
+    agent,
+    remote,
+    branch: "main",
+    env: { PATH: Deno.env.get("PATH")!, HOME: root, ...gitEnvironment(agent, secrets) },
+  });
+}
+
+Deno.test("agent clones push, rebase and count a real conflict", async (t) => {
+  const root = await Deno.makeTempDir({ prefix: "agent-clone-" });
+  const remote = await ensureSampleRepository(`${root}/origin.git`);
+  const builder = clone(root, remote, "builder");
+  const reviewer = clone(root, remote, "reviewer");
+  await builder.ensure();
+  await reviewer.ensure();
+
+  await t.step("a session's leftovers are committed as the agent and pushed", async () => {
+    const before = await builder.head();
+    await Deno.writeTextFile(`${builder.dir}/src/extra.js`, "export const a = 1;\nexport const b = 2;\n");
+    assert.ok(await builder.commitLeftovers("Add extra"));
+    const result = await builder.publish(before);
+    assert.equal(result.pushed.length, 1);
+    assert.deepEqual(
+      { subject: result.pushed[0]!.subject, added: result.pushed[0]!.added },
+      { subject: "Add extra", added: 2 },
+    );
+    assert.equal(await git(remote, "log", "-1", "--format=%an <%ae>", "main"),
+      "builder <builder@agents.vm-agent.invalid>");
+    assert.equal(await builder.commitLeftovers("nothing"), undefined);
+  });
+
+  await t.step("a push behind the remote is rebased, not refused", async () => {
+    await Deno.writeTextFile(`${reviewer.dir}/README.md`, "# Sample project\n\nReviewed.\n");
+    await reviewer.commitLeftovers("Review the README");
+    const result = await reviewer.publish();
+    assert.equal(result.pushed.length, 1);
+    assert.equal(result.conflict, undefined);
+    assert.equal(await git(remote, "rev-list", "--count", "main"), "3");
+  });
+
+  await t.step("the same lines changed by two agents: conflict counted, rebase aborted", async () => {
+    await builder.update();
+    await reviewer.update();
+    await Deno.writeTextFile(`${builder.dir}/NOTES.md`, "# Notes\n\nbuilder: one\n");
+    await Deno.writeTextFile(`${reviewer.dir}/NOTES.md`, "# Notes\n\nreviewer: two\n");
+    await builder.commitLeftovers("builder notes");
+    assert.equal((await builder.publish()).pushed.length, 1);
+    await reviewer.commitLeftovers("reviewer notes");
+    const result = await reviewer.publish();
+    assert.deepEqual(result.conflict, ["NOTES.md"]);
+    assert.equal(result.failures, 1);
+    assert.equal(result.pushed.length, 0);
+    assert.equal(await git(reviewer.dir, "status", "--porcelain"), "", "the rebase was aborted");
+  });
+
+  await t.step("the next session resolves it: markers left → still a conflict", async () => {
+    assert.deepEqual(await reviewer.startConflictRebase(), ["NOTES.md"]);
+    assert.equal(await reviewer.finishConflictRebase(), false);
+    assert.deepEqual(await reviewer.startConflictRebase(), ["NOTES.md"]);
+    await Deno.writeTextFile(`${reviewer.dir}/NOTES.md`, "# Notes\n\nbuilder: one\nreviewer: two\n");
+    assert.equal(await reviewer.finishConflictRebase(), true);
+    const result = await reviewer.publish();
+    assert.equal(result.pushed.length, 1);
+    assert.equal(
+      await git(remote, "show", "main:NOTES.md"),
+      "# Notes\n\nbuilder: one\nreviewer: two",
+    );
+  });
+  await Deno.remove(root, { recursive: true });
+});
+
+Deno.test("GIT_TOKEN reaches git through the credential helper and is written nowhere", async () => {
+  const root = await Deno.makeTempDir({ prefix: "agent-clone-" });
+  const token = "ghp_" + crypto.randomUUID().replaceAll("-", "");
+  const env = {
+    PATH: Deno.env.get("PATH")!,
+    HOME: root,
+    GIT_TOKEN: token,
+    ...gitEnvironment("lead", { GIT_TOKEN: token }),
+  };
+  const fill = new Deno.Command("git", {
+    args: ["credential", "fill"],
+    cwd: root,
+    env,
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = fill.stdin.getWriter();
+  await writer.write(new TextEncoder().encode("protocol=https\nhost=git.example.test\n\n"));
+  await writer.close();
+  const out = new TextDecoder().decode((await fill.output()).stdout);
+  assert.match(out, new RegExp(`^password=${token}$`, "m"));
+  assert.match(out, /^username=x-access-token$/m);
+  assert.doesNotMatch(JSON.stringify(gitEnvironment("lead", { GIT_TOKEN: token })), new RegExp(token));
+
+  const local = clone(root, await ensureSampleRepository(`${root}/o.git`), "lead", { GIT_TOKEN: token });
+  await local.ensure();
+  for await (const file of walk(root)) {
+    assert.doesNotMatch(await Deno.readTextFile(file).catch(() => ""), new RegExp(token), file);
+  }
+  await Deno.remove(root, { recursive: true });
+});
+
+async function* walk(dir: string): AsyncGenerator<string> {
+  for await (const entry of Deno.readDir(dir)) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory) yield* walk(path);
+    else if (entry.isFile) yield path;
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * The team's text rules without I/O: the roster AGENTS.md declares, who a chat message is for,
+ * what the lead hands on, and which Bash commands wait for a person.
+ */
+import assert from "node:assert/strict";
+import { matchApprovalRule, parseApprovalRules } from "../../agent/team/approval_rules.ts";
+import { addressee, handoffs, systemPrompt, taskPrompt } from "../../agent/team/prompts.ts";
+import { DEFAULT_AGENTS_MD, parseRoster } from "../../agent/team/roster.ts";
+
+const AGENTS_MD = `# Our team
+
+## lead
+model: claude-opus-4-1
+Plans and hands work on.
+
+## builder
+Builds things.
+model: not-a-model-line
+
+## Not An Agent
+Ignored: the name breaks the rule.
+
+\`\`\`
+## inside-a-fence
+\`\`\`
+
+## reviewer
+Reviews.
+`;
+
+Deno.test("parseRoster() reads every ## heading as an agent, the first as the lead", () => {
+  const roster = parseRoster(AGENTS_MD, "claude-sonnet-4-5");
+  assert.deepEqual(roster.map((a) => a.name), ["lead", "builder", "reviewer"]);
+  assert.equal(roster[0]!.lead, true);
+  assert.equal(roster[1]!.lead, false);
+});
+
+Deno.test("parseRoster() takes a model line only directly under the heading", () => {
+  const [lead, builder] = parseRoster(AGENTS_MD, "claude-sonnet-4-5");
+  assert.equal(lead!.model, "claude-opus-4-1");
+  assert.equal(lead!.role, "Plans and hands work on.");
+  assert.equal(builder!.model, "claude-sonnet-4-5");
+  assert.match(builder!.role, /model: not-a-model-line/);
+});
+
+Deno.test("the default roster is a lead, a builder and a reviewer", () => {
+  assert.deepEqual(parseRoster(DEFAULT_AGENTS_MD, "m").map((a) => a.name), [
+    "lead",
+    "builder",
+    "reviewer",
+  ]);
+});
+
+Deno.test("addressee() sends a leading @name to that agent and anything else to the lead", () => {
+  const roster = parseRoster(AGENTS_MD, "m");
+  assert.equal(addressee("@builder add a test", roster), "builder");
+  assert.equal(addressee("  @reviewer look", roster), "reviewer");
+  assert.equal(addressee("please @builder add", roster), "lead");
+  assert.equal(addressee("@stranger do it", roster), "lead");
+});
+
+Deno.test("handoffs() reads the lead's @name lines for teammates only", () => {
+  const roster = parseRoster(AGENTS_MD, "m");
+  const answer = "Planned.\n@builder write `src/a.js`\n@lead not me\n@nobody x\n@reviewer: check it";
+  assert.deepEqual(handoffs(answer, roster), [
+    { agent: "builder", text: "write `src/a.js`" },
+    { agent: "reviewer", text: "check it" },
+  ]);
+});
+
+Deno.test("systemPrompt() carries the persona files and names the agent and its lead", () => {
+  const roster = parseRoster(AGENTS_MD, "m");
+  const text = systemPrompt(roster[1]!, roster, { soul: "Be kind.", coordination: "Rebase." });
+  assert.match(text, /^# You are builder, an agent of this project's team$/m);
+  assert.match(text, /^The lead of the team is lead\.$/m);
+  assert.match(text, /^Your teammates: lead, builder, reviewer\.$/m);
+  assert.match(text, /Be kind\./);
+  assert.match(text, /Builds things\./);
+  assert.match(text, /Rebase\./);
+  assert.doesNotMatch(text, /Plans and hands work on/);
+  assert.match(systemPrompt(roster[0]!, roster, { soul: "", coordination: "" }), /lead of the team\./);
+});
+
+Deno.test("taskPrompt() states the task, or the files of a conflict", () => {
+  const base = {
+    id: "t1",
+    agent: "builder",
+    from: "user",
+    status: "assigned" as const,
+    created_at: "",
+    updated_at: "",
+  };
+  assert.equal(taskPrompt({ ...base, kind: "work", text: "Do X" }, "main"), "Task t1 from user:\nDo X");
+  const conflict = taskPrompt({ ...base, kind: "conflict", text: "", files: ["a.md"] }, "dev");
+  assert.match(conflict, /^Resolve the rebase conflict in these files:\n- a\.md$/m);
+  assert.match(conflict, /origin\/dev/);
+});
+
+Deno.test("matchApprovalRule() holds force pushes and remote branch deletions by default", () => {
+  const none = { globs: [] };
+  for (
+    const command of [
+      "git push --force origin main",
+      "git push -f",
+      "git push --force-with-lease origin HEAD",
+      "git push origin +main",
+      "cd repo && git -C . push -uf origin main",
+      "GIT_TRACE=1 git push --force",
+    ]
+  ) assert.equal(matchApprovalRule(command, none)?.action, "git_force_push", command);
+  for (const command of ["git push origin --delete old", "git push origin :old", "git push -d origin x"]) {
+    assert.equal(matchApprovalRule(command, none)?.action, "git_delete_remote_branch", command);
+  }
+  for (const command of ["git push origin main", "echo git push -f", "git status", "ls -f"]) {
+    assert.equal(matchApprovalRule(command, none), undefined, command);
+  }
+});
+
+Deno.test("COORDINATION.md's ## Requires approval globs match the whole command", () => {
+  const rules = parseApprovalRules(
+    "# Rules\n## Requires approval\n- rm -rf *\n- `npm publish*`\n\n## Later\n- curl *\n",
+  );
+  assert.deepEqual(rules.globs, ["rm -rf *", "npm publish*"]);
+  assert.equal(matchApprovalRule("rm -rf /tmp/a/b", rules)?.action, "run_command");
+  assert.equal(matchApprovalRule("npm publish --tag next", rules)?.action, "run_command");
+  assert.equal(matchApprovalRule("curl https://example.test", rules), undefined);
+  assert.equal(matchApprovalRule("echo rm -rf x", rules), undefined);
+});
