@@ -163,14 +163,14 @@ async function localTeam(): Promise<RealTeam> {
   } else {
     say(`Model URL:     ${settings.modelBaseUrl} (ANTHROPIC_BASE_URL)`);
   }
-  const vmRoot = config.local.vmRoot.replace(/\/+$/, "");
   return {
     claude,
     ...settings,
     ...(model ? { modelBaseUrl: model.url, apiKey: settings.apiKey ?? "local-model-stand-in" } : {}),
     sessionTimeoutMs: DEFAULT_SESSION_TIMEOUT_MINUTES * 60_000,
     approvalTtlSeconds: DEFAULT_APPROVAL_TTL_SECONDS,
-    repoRoot: `${vmRoot.slice(0, vmRoot.lastIndexOf("/") + 1) || "./"}repos`,
+    // The local "git hosting service" is part of the local "cloud", beside the VMs.
+    repoRoot: `${config.local.vmRoot}/repos`,
   };
 }
 
