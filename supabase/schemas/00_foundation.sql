@@ -77,11 +77,13 @@ as $$
     ('not_project_member', 403),
     ('not_organization_member', 403),
     ('not_organization_admin', 403),
+    ('not_project_admin', 403),
     ('approval_not_accessible', 403),
     ('unknown_route', 404),
     ('project_not_found', 404),
     ('command_not_found', 404),
     ('approval_not_found', 404),
+    ('secret_not_found', 404),
     ('no_decision_yet', 404),
     ('method_not_allowed', 405),
     ('body_timeout', 408),
@@ -97,6 +99,7 @@ as $$
     ('service_unavailable', 503),
     ('auth_unavailable', 503),
     ('webhooks_unavailable', 503),
+    ('secrets_unavailable', 503),
     ('spool_full', 507)
 $$;
 

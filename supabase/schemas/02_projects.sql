@@ -32,11 +32,39 @@ create table public.projects (
   -- search_path (splinter 0011 warns), and pinning one stops the inlining. Computed once per
   -- write, read for free; the reconciler's partial index is defined on it.
   is_transitional boolean not null
-    generated always as (status in ('provisioning', 'starting', 'stopping', 'deleting')) stored
+    generated always as (status in ('provisioning', 'starting', 'stopping', 'deleting')) stored,
+  -- The repository the project's agent team works on and the branch it tracks (contract §10),
+  -- for the VM's manifest (17_repository_secrets.sql). vm-api refuses what a VM could not clone
+  -- or what carries a credential; these checks keep a direct UPDATE from storing a credential or
+  -- a branch that git would take for an option.
+  repository_url text constraint projects_repository_url_check check (
+    char_length(repository_url) between 1 and 2000
+    and repository_url !~ '[[:space:][:cntrl:]]'
+    and repository_url !~* '^https?://[^/?#]*@'
+    and repository_url !~* '^ssh://[^/?#@]*:[^/?#@]*@'
+  ),
+  repository_branch text not null default 'main' constraint projects_repository_branch_check check (
+    char_length(repository_branch) between 1 and 255
+    and repository_branch ~ '^[A-Za-z0-9][A-Za-z0-9._/+-]*$'
+    and repository_branch !~ '\.\.|//|/\.|\.lock(/|$)|[/.]$'
+  ),
+  -- The manifest's revision: moves on every change of the repository or of a secret, whoever
+  -- makes it (triggers, 17_repository_secrets.sql).
+  manifest_revision bigint not null default 1
+    constraint projects_manifest_revision_check check (manifest_revision >= 1)
 );
 
 comment on column public.projects.is_transitional is
   'The project waits for the platform (provisioning, starting, stopping or deleting): what "stuck" is measured on, and what the reconciler watches.';
+
+comment on column public.projects.repository_url is
+  'The repository the agent team works on (https, ssh or, on the local stack, a local path); never with a credential in it: a token is the project secret GIT_TOKEN.';
+
+comment on column public.projects.repository_branch is
+  'The branch the agent team tracks and pushes to.';
+
+comment on column public.projects.manifest_revision is
+  'The VM manifest''s revision (/vm-reporter/manifest): moves on every change of the repository or of a project secret.';
 
 -- The active-project limit counts an organization's projects by status.
 create index projects_organization_id_status_idx on public.projects (organization_id, status);
@@ -116,6 +144,58 @@ as $$
 begin
   if auth.uid() is null or not private.is_project_member(p_project_id) then
     perform private.raise_error('not_project_member', 'You are not a member of this project');
+  end if;
+  return auth.uid();
+end;
+$$;
+
+/**
+ * Is the current user an owner or admin of the project: a member of it whose role, on the project
+ * or on its organization, is owner or admin? Who may rename it and change its repository and
+ * secrets.
+ */
+create or replace function private.is_project_admin(p_project_id uuid) returns boolean
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  return exists (
+    select 1
+    from public.project_members m
+    join public.projects p on p.id = m.project_id
+    where m.project_id = p_project_id
+      and m.user_id = (select auth.uid())
+      and (
+        m.role in ('owner', 'admin')
+        or exists (
+          select 1 from public.organization_members o
+          where o.organization_id = p.organization_id
+            and o.user_id = m.user_id
+            and o.role in ('owner', 'admin')
+        )
+      )
+  );
+end;
+$$;
+
+/**
+ * The signed-in user's id when they are an owner or admin of the project (is_project_admin);
+ * otherwise VA403: not_project_member for a non-member (or a project that does not exist),
+ * not_project_admin for a member who is neither.
+ */
+create or replace function private.require_project_admin(p_project_id uuid) returns uuid
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  perform private.require_project_member(p_project_id);
+  if not private.is_project_admin(p_project_id) then
+    perform private.raise_error('not_project_admin',
+      'Only the project''s owners and admins can change its settings, repository and secrets');
   end if;
   return auth.uid();
 end;

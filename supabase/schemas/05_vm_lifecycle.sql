@@ -376,13 +376,16 @@ end;
 $$;
 
 /**
- * create: a new project in `provisioning`, the caller its owner, provisioning recorded.
+ * create: a new project in `provisioning`, the caller its owner, provisioning recorded. The
+ * repository (contract §10) is optional; its branch defaults to main.
  */
 create or replace function private.vm_create(
   p_organization_id uuid,
   p_name text,
   p_region text,
   p_vm_size text,
+  p_repository_url text,
+  p_repository_branch text,
   p_lease_seconds integer,
   p_active_limit integer default null
 ) returns jsonb
@@ -404,13 +407,21 @@ begin
   end if;
   perform private.assert_active_project_capacity(p_organization_id, p_active_limit);
 
-  insert into public.projects (organization_id, name, region, vm_size, status, health_status)
-    values (p_organization_id, p_name, p_region, p_vm_size, 'provisioning', 'initializing')
+  insert into public.projects (
+    organization_id, name, region, vm_size, status, health_status, repository_url,
+    repository_branch
+  ) values (
+    p_organization_id, p_name, p_region, p_vm_size, 'provisioning', 'initializing',
+    p_repository_url, coalesce(p_repository_branch, 'main')
+  )
     returning id into v_project_id;
   insert into public.project_members (project_id, user_id, role)
     values (v_project_id, v_user_id, 'owner');
   perform private.record_activity(v_project_id, 'vm_create_requested',
-    jsonb_build_object('name', p_name, 'region', p_region, 'vm_size', p_vm_size));
+    jsonb_build_object('name', p_name, 'region', p_region, 'vm_size', p_vm_size)
+      || case when p_repository_url is null then '{}'::jsonb else jsonb_build_object(
+        'repository_url', p_repository_url,
+        'repository_branch', coalesce(p_repository_branch, 'main')) end);
   v_operation_id := private.supersede_and_claim_vm_operation(
     v_project_id, 'provision', false, p_lease_seconds);
   return jsonb_build_object(
@@ -420,7 +431,8 @@ begin
 end;
 $$;
 
-grant execute on function private.vm_create(uuid, text, text, text, integer, integer) to authenticated;
+grant execute on function private.vm_create(uuid, text, text, text, text, text, integer, integer)
+  to authenticated;
 
 /**
  * start: from stopped, within the organization's active project limit.
@@ -648,6 +660,8 @@ begin
       'health_status', p.health_status,
       'region', p.region,
       'vm_size', p.vm_size,
+      'repository_url', p.repository_url,
+      'repository_branch', p.repository_branch,
       'created_at', p.created_at,
       'updated_at', p.updated_at,
       'status_changed_at', p.status_changed_at,

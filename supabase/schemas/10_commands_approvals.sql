@@ -2,11 +2,12 @@
 -- Commands for VMs and approval requests: both sides of each.
 --
 -- Commands (public.vm_commands) are queued by the dashboard (queue_vm_command,
--- send_agent_message, and by decide_approval and save_persona_file) and by the platform, then
--- delivered at least once: a poll leases them, a lease that runs out without a status report
--- delivers again (attempt counts up, a bounded number of times), a command not collected before
--- expires_at expires. Approvals (public.approvals) are asked for by a VM, decided once by a
--- project member (or expired), and acknowledged by the VM.
+-- send_agent_message, and by decide_approval and save_persona_file) and by the platform
+-- (expired approvals; update_manifest, 17_repository_secrets.sql), then delivered at least once:
+-- a poll leases them, a lease that runs out without a status report delivers again (attempt
+-- counts up, a bounded number of times), a command not collected before expires_at expires.
+-- Approvals (public.approvals) are asked for by a VM, decided once by a project member (or
+-- expired), and acknowledged by the VM.
 --
 -- The dashboard side runs as the signed-in user behind the public RPCs of the same names
 -- (12_data_api.sql, which translates their VA codes for the Data API); the VM side
@@ -21,7 +22,7 @@ create table public.vm_commands (
   project_id uuid not null references public.projects (id) on delete cascade,
   type text not null check (type in (
     'start_agents', 'stop_agents', 'restart_agents', 'deliver_message', 'update_persona_files',
-    'approval_decision'
+    'approval_decision', 'update_manifest'
   )),
   payload jsonb not null default '{}'::jsonb check (jsonb_typeof(payload) = 'object'),
   -- queued → leased (delivered, lease running) → running → succeeded | failed;

@@ -97,6 +97,12 @@ export const ERROR_CODES = {
     when: "Only the organization's owners and admins may do this (webhook endpoints).",
     action: "Ask an owner or admin of the organization.",
   },
+  not_project_admin: {
+    status: 403,
+    when: "Only the project's owners and admins may do this (its name, repository and secrets); " +
+      "an owner or admin of its organization who is a member of the project counts as one.",
+    action: "Ask an owner or admin of the project.",
+  },
   approval_not_accessible: {
     status: 403,
     when: "The approval does not exist or belongs to a project the user is not a member of.",
@@ -121,6 +127,11 @@ export const ERROR_CODES = {
     status: 404,
     when: "No approval of this project has this id.",
     action: "Acknowledge only the approvals this VM asked for.",
+  },
+  secret_not_found: {
+    status: 404,
+    when: "The project has no secret of this name (`delete_secret`).",
+    action: "Nothing to delete: read the names in `public.project_secrets`.",
   },
   no_decision_yet: {
     status: 404,
@@ -197,6 +208,12 @@ export const ERROR_CODES = {
     status: 503,
     when: "Webhook endpoints cannot be made: the service has no `WEBHOOK_SECRET_KEY`.",
     action: "An operator sets `WEBHOOK_SECRET_KEY` (docs/operations.md).",
+  },
+  secrets_unavailable: {
+    status: 503,
+    when: "Project secrets cannot be sealed or opened: the service has no `WEBHOOK_SECRET_KEY`, " +
+      "the key that seals every secret at rest.",
+    action: "An operator sets `WEBHOOK_SECRET_KEY` (docs/operations.md); then retry.",
   },
   spool_full: {
     status: 507,

@@ -234,6 +234,7 @@ export const commandType = z.enum([
   "deliver_message",
   "update_persona_files",
   "approval_decision",
+  "update_manifest",
 ]);
 
 const command = z.object({

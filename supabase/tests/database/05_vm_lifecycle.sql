@@ -23,7 +23,7 @@ select hasnt_function('private', 'hit_rate_limit',
   'no rate-limit function: budgets are spent by the functions'' plain statements (rate_limit.ts)');
 select ok(not has_function_privilege('authenticated', 'private.observe_vm(uuid, text, text, text)', 'execute'),
   'authenticated cannot drive platform transitions');
-select ok(not has_function_privilege('anon', 'private.vm_create(uuid, text, text, text, integer, integer)', 'execute'),
+select ok(not has_function_privilege('anon', 'private.vm_create(uuid, text, text, text, text, text, integer, integer)', 'execute'),
   'anon cannot create projects');
 select ok(not has_table_privilege('authenticated', 'private.vm_operations', 'select'),
   'authenticated cannot read the operations outbox');
@@ -31,7 +31,7 @@ select ok(not has_table_privilege('authenticated', 'private.vm_operations', 'sel
 -- The member.
 select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
 
-select is((private.vm_create('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'New', 'australiaeast', 'Standard_D2s_v3', 30, null)) ->> 'status',
+select is((private.vm_create('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'New', 'australiaeast', 'Standard_D2s_v3', null, null, 30, null)) ->> 'status',
   'provisioning', 'a member of the organization can create a project');
 select is((select role from public.project_members m join public.projects p on p.id = m.project_id where p.name = 'New'),
   'owner', 'the creator becomes the project owner');
@@ -63,12 +63,12 @@ select is((private.vm_status('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 0)) -> 'pro
   'false'::jsonb, 'a project that has just entered stopping is not stuck');
 select ok(not (private.vm_status('0a000000-0000-4000-8000-000000000001', 300)) ? 'message',
   'the sentence for a stuck project is the handler''s, not SQL''s');
-select throws_ok($$select private.vm_create('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'Over', 'australiaeast', 'Standard_D2s_v3', 30, 3)$$,
+select throws_ok($$select private.vm_create('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'Over', 'australiaeast', 'Standard_D2s_v3', null, null, 30, 3)$$,
   'VA400', null, 'the active project limit refuses a create beyond it');
 
 -- A member of another organization.
 select tests.authenticate_as('22222222-2222-4222-8222-222222222222');
-select throws_ok($$select private.vm_create('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'X', 'australiaeast', 'Standard_D2s_v3', 30, null)$$,
+select throws_ok($$select private.vm_create('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'X', 'australiaeast', 'Standard_D2s_v3', null, null, 30, null)$$,
   'VA403', 'You are not a member of this organization', 'a non-member cannot create in the organization');
 select throws_ok($$select private.vm_start('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 30, null)$$,
   'VA403', 'You are not a member of this project', 'a non-member cannot start');
