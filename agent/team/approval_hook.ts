@@ -16,7 +16,7 @@
  */
 import { parseArgs } from "node:util";
 import { AgentSocket } from "../socket_client.ts";
-import { type ApprovalRules, matchApprovalRule } from "./approval_rules.ts";
+import { type ApprovalRules, matchApprovalRule, type RuleMatch } from "./approval_rules.ts";
 
 const POLL_MS = 5_000;
 /** The socket waits at most this long in one request (agent/local_api.ts). */
@@ -47,48 +47,63 @@ const { positionals, values } = parseArgs({
   },
 });
 const event = positionals[0];
-const input = JSON.parse(await new Response(Deno.stdin.readable).text()) as HookInput;
-const command = typeof input.tool_input?.command === "string" ? input.tool_input.command : "";
-if (input.tool_name !== "Bash" || !command || !values.socket || !values.state) Deno.exit(0);
+const raw = await new Response(Deno.stdin.readable).text();
+try {
+  await main(JSON.parse(raw) as HookInput);
+} catch (error) {
+  // A hook that fails is a "non-blocking error" to the CLI, which would run the command: a
+  // PreToolUse that cannot decide denies instead.
+  if (event === "pre") {
+    decide(false, `The approval check failed: ${error instanceof Error ? error.message : error}`);
+  } else throw error;
+}
 
-const socket = new AgentSocket(values.socket);
-const approvedFile = `${values.state}/approved/${
-  encodeURIComponent(`${input.session_id}-${input.tool_use_id}`)
-}.json`;
-
-if (event === "pre") {
-  const rules: ApprovalRules = JSON.parse(await Deno.readTextFile(values.rules!));
-  const match = matchApprovalRule(command, rules);
-  if (!match) Deno.exit(0);
-  let answer: { allow: boolean; reason: string };
+async function main(input: HookInput): Promise<void> {
+  const command = typeof input.tool_input?.command === "string" ? input.tool_input.command : "";
+  if (input.tool_name !== "Bash" || !command) return;
+  if (!values.socket || !values.state || !values.rules) throw new Error("the hook's flags are missing");
+  const socket = new AgentSocket(values.socket);
+  const approvedFile = `${values.state}/approved/${
+    encodeURIComponent(`${input.session_id}-${input.tool_use_id}`)
+  }.json`;
   try {
-    answer = await ask(match.action, match.reason, match.risk);
-  } catch (error) {
-    answer = {
-      allow: false,
-      reason: `This command needs a person's approval (${match.reason}), and the approval could ` +
-        `not be asked for: ${error instanceof Error ? error.message : String(error)}`,
-    };
-  }
-  decide(answer.allow, answer.reason);
-} else if (event === "post" || event === "post-failure") {
-  const approved = await Deno.readTextFile(approvedFile).catch(() => undefined);
-  if (approved) {
-    const { approval_id } = JSON.parse(approved) as { approval_id: string };
-    await socket.post("/approvals/ack", {
-      approval_id,
-      outcome: event === "post" ? "executed" : "failed",
-      details: { command },
-    });
-    await Deno.remove(approvedFile).catch(() => {});
+    if (event === "pre") {
+      const rules: ApprovalRules = JSON.parse(await Deno.readTextFile(values.rules));
+      const match = matchApprovalRule(command, rules);
+      if (!match) return;
+      let answer: { allow: boolean; reason: string };
+      try {
+        answer = await ask(socket, input, command, approvedFile, match);
+      } catch (error) {
+        answer = {
+          allow: false,
+          reason: `This command needs a person's approval (${match.reason}), and the approval ` +
+            `could not be asked for: ${error instanceof Error ? error.message : String(error)}`,
+        };
+      }
+      decide(answer.allow, answer.reason);
+    } else if (event === "post" || event === "post-failure") {
+      const approved = await Deno.readTextFile(approvedFile).catch(() => undefined);
+      if (!approved) return;
+      const { approval_id } = JSON.parse(approved) as { approval_id: string };
+      await socket.post("/approvals/ack", {
+        approval_id,
+        outcome: event === "post" ? "executed" : "failed",
+        details: { command: command.slice(0, 8_000) },
+      });
+      await Deno.remove(approvedFile).catch(() => {});
+    }
+  } finally {
+    socket.close();
   }
 }
-socket.close();
 
 async function ask(
-  action: string,
-  reason: string,
-  risk: "medium" | "high",
+  socket: AgentSocket,
+  input: HookInput,
+  command: string,
+  approvedFile: string,
+  { action, reason, risk }: RuleMatch,
 ): Promise<{ allow: boolean; reason: string }> {
   const ttl = Number(values.ttl);
   const requestId = `${input.session_id}:${input.tool_use_id}`.slice(0, 200);
@@ -121,7 +136,7 @@ async function ask(
     return { allow: true, reason: "A person approved this command." };
   }
   const why = decision.decision === "rejected"
-    ? `A person rejected this command${decision.comment ? `: ${decision.comment}` : "."}`
+    ? `A person rejected this command${decision.comment ? ` ("${decision.comment}").` : "."}`
     : "The approval for this command expired without a decision.";
   return { allow: false, reason: `${why} Do not try to run it another way.` };
 }

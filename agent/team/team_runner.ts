@@ -504,6 +504,8 @@ export class TeamRunner {
         "--no-prompt",
         "--allow-read",
         `--allow-write=${this.#o.stateDir}`,
+        // The agent's socket only: fetch's host (vm-agent) and the Unix socket it goes through.
+        `--allow-net=vm-agent,unix:${this.#o.socketPath}`,
         "--config",
         DENO_CONFIG,
         HOOK,
