@@ -1,0 +1,120 @@
+/**
+ * The VM image recipe (deploy/build-vm-image.sh) builds a tree the agent runs from on its own: only
+ * the contract of the server's code, its npm modules cached (run with --cached-only), and the
+ * unit pointing at what was installed. The agent from that tree makes first contact with the real
+ * stack and its team reports, as on a VM.
+ */
+import assert from "node:assert/strict";
+import { newBootstrapCredential } from "../../supabase/functions/_shared/reporter_token.ts";
+import { ensureClaudeCode } from "../../scripts/lib/claude_code.ts";
+import { createTestDatabase } from "../helpers/database.ts";
+import { startServer } from "../helpers/server.ts";
+import { eventually } from "../helpers/vm_api.ts";
+import { setupProject } from "../helpers/vm_reporter.ts";
+
+const RECIPE = new URL("../../deploy/build-vm-image.sh", import.meta.url).pathname;
+
+async function* files(dir: string): AsyncGenerator<string> {
+  for await (const entry of Deno.readDir(dir)) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory) yield* files(path);
+    else yield path;
+  }
+}
+
+Deno.test("the VM image: the agent and its team run from the built tree alone", async (t) => {
+  const root = await Deno.makeTempDir({ prefix: "vm-image-" });
+  const opt = `${root}/opt/vm-agent`;
+  const built = await new Deno.Command("bash", {
+    args: [RECIPE],
+    env: { ROOT: root },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(built.code, 0, new TextDecoder().decode(built.stderr));
+
+  await t.step("the tree ships the contract, not the server", async () => {
+    const shipped: string[] = [];
+    for await (const file of files(opt)) {
+      if (!file.startsWith(`${opt}/deno-dir/`)) shipped.push(file.slice(opt.length + 1));
+    }
+    assert.ok(shipped.includes("scripts/agent.ts"));
+    assert.ok(shipped.includes("agent/team/team_runner.ts"));
+    assert.ok(shipped.includes("supabase/functions/_contract/reporter.ts"));
+    assert.deepEqual(
+      shipped.filter((f) =>
+        f.endsWith(".sql") || f.endsWith("_test.ts") ||
+        (f.startsWith("supabase/") && !f.startsWith("supabase/functions/_contract/"))
+      ),
+      [],
+    );
+  });
+
+  await t.step("the unit runs what the recipe installed, and no program the image lacks", async () => {
+    const unit = await Deno.readTextFile(`${root}/etc/systemd/system/vm-agent.service`);
+    const exec = /^ExecStart=(.*)$/m.exec(unit)![1]!;
+    assert.match(exec, /--cached-only/);
+    assert.match(exec, /\/opt\/vm-agent\/scripts\/agent\.ts/);
+    assert.match(exec, /--claude \/usr\/local\/bin\/claude/);
+    assert.doesNotMatch(unit, /agent-team-ctl|--hook/);
+    assert.match(unit, /^Environment=DENO_DIR=\/opt\/vm-agent\/deno-dir$/m);
+  });
+
+  await t.step("started from the tree, offline, the agent reaches the stack", async () => {
+    await using db = await createTestDatabase();
+    await using server = await startServer(db.url);
+    const project = await setupProject(db.sql);
+    const credential = await newBootstrapCredential();
+    await db.sql`select private.issue_bootstrap_credential(
+      ${project.projectId}, ${credential.hash}, '1 hour')`;
+    await Deno.writeTextFile(
+      `${root}/bootstrap.json`,
+      JSON.stringify({
+        project_id: project.projectId,
+        reporter_url: `${server.origin}/functions/v1/vm-reporter`,
+        bootstrap_credential: credential.plaintext,
+      }),
+    );
+    const agent = new Deno.Command("deno", {
+      args: [
+        "run",
+        "--cached-only",
+        "--allow-read",
+        "--allow-write",
+        "--allow-net",
+        "--allow-env",
+        "--allow-sys",
+        "--allow-run",
+        "--config",
+        `${opt}/deno.json`,
+        `${opt}/scripts/agent.ts`,
+        "--bootstrap",
+        `${root}/bootstrap.json`,
+        "--state-dir",
+        `${root}/state`,
+        "--workspace",
+        `${root}/workspace`,
+        "--cycle-ms",
+        "200",
+        "--claude",
+        await ensureClaudeCode(),
+      ],
+      env: { DENO_DIR: `${opt}/deno-dir` },
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    try {
+      const agents = await eventually(async () => {
+        const rows = await db.sql<{ name: string; status: string }[]>`
+          select name, status from public.project_agents where project_id = ${project.projectId}
+          order by name`;
+        return rows.length === 3 ? rows : undefined;
+      }, { timeoutMs: 20_000 });
+      assert.deepEqual(agents.map((a) => a.status), ["idle", "idle", "idle"]);
+    } finally {
+      agent.kill("SIGTERM");
+      await agent.output();
+    }
+  });
+  await Deno.remove(root, { recursive: true });
+});
