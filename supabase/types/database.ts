@@ -442,11 +442,14 @@ export type Database = {
           id: string;
           is_transitional: boolean;
           last_error: string | null;
+          manifest_revision: number;
           name: string;
           observed_power: string | null;
           organization_id: string;
           power_checked_at: string | null;
           region: string;
+          repository_branch: string;
+          repository_url: string | null;
           status: string;
           status_changed_at: string;
           stuck_recorded_at: string | null;
@@ -459,11 +462,14 @@ export type Database = {
           id?: string;
           is_transitional?: never;
           last_error?: string | null;
+          manifest_revision?: number;
           name: string;
           observed_power?: string | null;
           organization_id: string;
           power_checked_at?: string | null;
           region?: string;
+          repository_branch?: string;
+          repository_url?: string | null;
           status?: string;
           status_changed_at?: string;
           stuck_recorded_at?: string | null;
@@ -476,11 +482,14 @@ export type Database = {
           id?: string;
           is_transitional?: never;
           last_error?: string | null;
+          manifest_revision?: number;
           name?: string;
           observed_power?: string | null;
           organization_id?: string;
           power_checked_at?: string | null;
           region?: string;
+          repository_branch?: string;
+          repository_url?: string | null;
           status?: string;
           status_changed_at?: string;
           stuck_recorded_at?: string | null;
@@ -854,6 +863,15 @@ export type Database = {
           severity: string | null;
           source: string | null;
           summary: string | null;
+        };
+        Relationships: [];
+      };
+      project_secrets: {
+        Row: {
+          created_at: string | null;
+          name: string | null;
+          project_id: string | null;
+          updated_at: string | null;
         };
         Relationships: [];
       };

@@ -45,6 +45,8 @@ export interface Project {
   health_status: string;
   region: string;
   vm_size: string;
+  repository_url: string | null;
+  repository_branch: string;
   created_at: string;
   updated_at: string;
   status_changed_at: string;
@@ -65,7 +67,14 @@ export interface StatusData {
   message?: string;
 }
 
-export type ProjectAction = "start" | "stop" | "delete" | "status";
+export type ProjectAction =
+  | "start"
+  | "stop"
+  | "delete"
+  | "status"
+  | "update"
+  | "set_secret"
+  | "delete_secret";
 
 /** vm-api, or another function of user actions (`webhooks`) when `name` says so. */
 export function vmApi(endpoint: Endpoint, name = "vm-api") {
@@ -116,7 +125,7 @@ export function vmApi(endpoint: Endpoint, name = "vm-api") {
         ...extra,
       });
     },
-    /** start, stop, delete or status of `projectId`. */
+    /** start, stop, delete, status, update, set_secret or delete_secret of `projectId`. */
     act(
       userId: string,
       action: ProjectAction,

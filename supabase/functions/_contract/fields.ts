@@ -79,3 +79,91 @@ export const projectStatus = z.enum([
 ]);
 
 export const healthStatus = z.enum(["healthy", "degraded", "unhealthy", "initializing"]);
+
+// --- A project's repository and secrets (contract §10) -------------------------------------------
+
+/** Why `url` cannot be a project's repository_url, or undefined when it can. */
+export function repositoryUrlProblem(url: string, allowLocal: boolean): string | undefined {
+  const kinds = allowLocal
+    ? "https://…, ssh://…, git@host:path, file://… or an absolute path"
+    : "https://…, ssh://… or git@host:path";
+  const unclonable = `must be a repository URL git can clone: ${kinds}`;
+  const localOnly = "must be an https or SSH URL: file:// URLs and local paths are for the local " +
+    "stack only";
+  if (/[\s\p{Cc}]/u.test(url)) return "must not contain spaces or control characters";
+  // The same rules as projects' check constraint: anything before an @ of an http(s) authority, a
+  // password of an ssh one, or `user:secret@` in front of anything else.
+  if (
+    /^https?:\/\/[^/?#]*@/i.test(url) || /^ssh:\/\/[^/?#@]*:[^/?#@]*@/i.test(url) ||
+    /^[^@/]*:[^@/]*@/.test(url)
+  ) {
+    return CREDENTIAL;
+  }
+  if (url.startsWith("/")) return allowLocal ? undefined : localOnly;
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+    if (!URL.canParse(url)) return unclonable;
+    const parsed = new URL(url);
+    const scheme = parsed.protocol.slice(0, -1).toLowerCase();
+    if (scheme === "file") {
+      if (!allowLocal) return localOnly;
+      return (parsed.hostname === "" || parsed.hostname === "localhost") && parsed.pathname !== "/"
+        ? undefined
+        : "must name a directory on this machine (file:///path/to/repository)";
+    }
+    if (scheme !== "https" && scheme !== "ssh") return unclonable;
+    if (!/^[A-Za-z0-9[]/.test(parsed.hostname)) return "must name the repository's host";
+    if (parsed.username && !/^[A-Za-z0-9][A-Za-z0-9._~-]*$/.test(parsed.username)) {
+      return "must name an SSH user of letters, digits and . _ ~ -";
+    }
+    if (parsed.search || parsed.hash) return "must not carry a query or a fragment";
+    if (parsed.pathname.length < 2) return "must name the repository's path on its host";
+    return undefined;
+  }
+  // scp-like: [user@]host:path, as git reads it (no slash before the colon).
+  if (/^(?:[A-Za-z0-9][A-Za-z0-9._-]*@)?[A-Za-z0-9][A-Za-z0-9.-]*:[^-]/.test(url)) {
+    return undefined;
+  }
+  return unclonable;
+}
+
+const CREDENTIAL = "must not carry a credential: store the token as the project secret GIT_TOKEN " +
+  "instead";
+
+/** A project's repository_url (the local stack's kinds included; vm-api narrows them hosted). */
+export const repositoryUrl = z.string({ error: "must be a string" })
+  .min(1, { error: "must not be empty" })
+  .max(2000, { error: "must be at most 2000 characters" })
+  .superRefine((value, ctx) => {
+    const problem = value ? repositoryUrlProblem(value, true) : undefined;
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
+
+/** A branch name git takes (and never reads as an option), as projects' check constraint has it. */
+export const repositoryBranch = z.string({ error: "must be a string" })
+  .min(1, { error: "must not be empty" })
+  .max(255, { error: "must be at most 255 characters" })
+  .refine(
+    (branch) =>
+      /^[A-Za-z0-9][A-Za-z0-9._/+-]*$/.test(branch) &&
+      !/\.\.|\/\/|\/\.|\.lock(\/|$)|[/.]$/.test(branch),
+    {
+      error:
+        "must be a branch name such as main or feature/login: letters, digits and . _ / + -, " +
+        "starting with a letter or digit, without .. or // and not ending in /, . or .lock",
+    },
+  );
+
+/** A project secret's name: the environment variable the VM's agent sessions see it as. */
+export const secretName = z.string({ error: "must be a string" })
+  .regex(/^[A-Z][A-Z0-9_]{0,63}$/, {
+    error: "must be 1 to 64 capital letters, digits or _, starting with a letter (GIT_TOKEN)",
+  });
+
+export const SECRET_VALUE_MAX_BYTES = 65_536;
+
+/** A project secret's value: never answered, logged or stored in clear. */
+export const secretValue = z.string({ error: "must be a string" })
+  .min(1, { error: "must not be empty" })
+  .refine((value) => new TextEncoder().encode(value).byteLength <= SECRET_VALUE_MAX_BYTES, {
+    error: `must be at most ${SECRET_VALUE_MAX_BYTES} bytes (UTF-8)`,
+  });

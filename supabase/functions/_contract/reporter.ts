@@ -338,6 +338,27 @@ export const bootstrap = route({
   spooled: false,
 });
 
+// --- /manifest -----------------------------------------------------------------------------------
+
+/** The project's repository and secrets as its VM gets them (contract §10). */
+export const manifest = route({
+  path: "/manifest",
+  summary: "The project's repository, its secrets in clear and their revision: what the VM " +
+    "clones, and the environment of its agents' sessions.",
+  request: z.object({}),
+  response: z.object({
+    repository: z.object({ url: z.string(), branch: z.string() }).nullable()
+      .describe("null: the project names no repository"),
+    secrets: z.record(z.string(), z.string()).describe(
+      "Every project secret by name, in clear: keep them out of files, remote URLs and logs",
+    ),
+    revision: z.int().min(1).describe(
+      "Changes whenever the repository or a secret changes; update_manifest commands carry it",
+    ),
+  }),
+  spooled: false,
+});
+
 /** Every route, in the order the contract lists them (and the OpenAPI document shows them). */
 export const REPORTER_ROUTES = [
   health,
@@ -351,6 +372,7 @@ export const REPORTER_ROUTES = [
   commandsStatus,
   approvals,
   approvalsAck,
+  manifest,
 ] as const;
 
 /** Path → route, for the routes the VM agent's socket takes from the team. */
@@ -383,3 +405,4 @@ export type Command = ResponseOf<typeof commandsPoll>["commands"][number];
 export type CommandStatusAnswer = ResponseOf<typeof commandsStatus>;
 export type ApprovalAnswer = ResponseOf<typeof approvals>;
 export type ApprovalAckAnswer = ResponseOf<typeof approvalsAck>;
+export type Manifest = ResponseOf<typeof manifest>;

@@ -224,6 +224,12 @@ export const ENV = {
       schema: positiveInt(2),
       doc: "Backoff base between attempts (doubling, at most 300 s).",
     },
+    ALLOW_LOCAL_REPOSITORY_URLS: {
+      schema: z.enum(["true", "false"]).optional(),
+      whenUnset: "`true` with `COMPUTE_DRIVER=local`, else `false`",
+      doc: "Accept `file://` URLs and absolute paths as a project's `repository_url`: only VMs " +
+        "on this machine (the local driver's) can reach them.",
+    },
   }),
   ...inGroup("Reconciler", {
     RECONCILE_INTERVAL_MS: {
@@ -252,8 +258,8 @@ export const ENV = {
         "must be 32 bytes, base64",
       ).optional(),
       whenUnset: "local: a fixed development key; hosted: unset",
-      doc: "AES-256-GCM key (32 bytes, base64) for endpoint secrets at rest; hosted without it " +
-        "nothing is delivered, and changing it makes existing secrets unreadable (rotate them).",
+      doc: "AES-256-GCM key (32 bytes, base64) sealing webhook and project secrets at rest; " +
+        "hosted without it neither works, and changing it makes existing secrets unreadable.",
     },
     WEBHOOK_ALLOW_PRIVATE_URLS: {
       schema: z.enum(["true", "false"]).optional(),
@@ -540,6 +546,13 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
       retryBaseSeconds: e.COMPUTE_RETRY_BASE_SECONDS,
     },
     localComputeFaults: e.LOCAL_COMPUTE_FAULTS,
+    repositories: {
+      allowLocalUrls: (e.ALLOW_LOCAL_REPOSITORY_URLS ?? String(e.COMPUTE_DRIVER === "local")) ===
+        "true",
+    },
+    // The key every secret at rest is sealed with (sealing.ts): webhook endpoints' and projects'.
+    // Absent only when hosted without WEBHOOK_SECRET_KEY.
+    ...ifSet<"sealingKey", Uint8Array>("sealingKey", webhookSecretKey),
     logLevel: e.LOG_LEVEL,
     eventRetentionDays: e.EVENT_RETENTION_DAYS,
     webhooks: {
@@ -559,7 +572,7 @@ function ifSet<K extends string, V>(key: K, value: V | undefined): { [P in K]?: 
 }
 
 /**
- * The local stack's fixed development key for webhook secrets (WEBHOOK_SECRET_KEY unset): secrets
+ * The local stack's fixed development key for secrets at rest (WEBHOOK_SECRET_KEY unset): secrets
  * stay encrypted at rest, with a key that is public, as the local JWT secret is. Never hosted.
  */
 const LOCAL_WEBHOOK_SECRET_KEY = new TextEncoder().encode("vm-service local webhook key 32b");

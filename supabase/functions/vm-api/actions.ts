@@ -7,9 +7,12 @@ import type { VmApiActionName } from "../_contract/vm_api.ts";
 import type { ActionContext } from "./action.ts";
 import { create } from "./actions/create.ts";
 import { deleteProject } from "./actions/delete.ts";
+import { deleteSecret } from "./actions/delete_secret.ts";
+import { setSecret } from "./actions/set_secret.ts";
 import { start } from "./actions/start.ts";
 import { status } from "./actions/status.ts";
 import { stop } from "./actions/stop.ts";
+import { update } from "./actions/update.ts";
 
 export const actions: Record<VmApiActionName, UserAction<ActionContext>> = {
   create,
@@ -17,4 +20,7 @@ export const actions: Record<VmApiActionName, UserAction<ActionContext>> = {
   stop,
   delete: deleteProject,
   status,
+  update,
+  set_secret: setSecret,
+  delete_secret: deleteSecret,
 };

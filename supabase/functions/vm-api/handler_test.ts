@@ -577,7 +577,8 @@ Deno.test("vm-api's edge, in process", async (t) => {
     await using named = await inProcess({}, { db });
     const { user, org, project } = await member(named);
     const auth = await userAuth(user);
-    const ACTIONS = "action: must be one of create, start, stop, delete, status";
+    const ACTIONS = "action: must be one of create, start, stop, delete, status, update, " +
+      "set_secret, delete_secret";
 
     const cases: [string, unknown, string][] = [
       ["a missing action", { project_id: project }, "action: is required"],

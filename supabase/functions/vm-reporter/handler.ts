@@ -114,7 +114,11 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
       const data = await dispatch.run(definition.statement, projectId, tokenHash, body);
       if (definition.events) webhooks.soon();
       log.debug("vm-reporter request", { route, project_id: projectId });
-      return success(data);
+      return success(
+        definition.finish
+          ? await definition.finish(data, { services, log: log.with({ project_id: projectId }) })
+          : data,
+      );
     }
   };
 }

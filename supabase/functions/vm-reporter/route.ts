@@ -5,6 +5,8 @@
  */
 import type { z } from "zod";
 import type { RouteContract } from "../_contract/reporter.ts";
+import type { BaseServices } from "../_shared/base_services.ts";
+import type { Logger } from "../_shared/log.ts";
 
 /**
  * A route's part of the statement its requests run, a batch at a time (dispatch.ts). `with` adds
@@ -29,17 +31,29 @@ export interface Route<C extends RouteContract = RouteContract> {
   statement: RouteStatement;
   /** The route's work can record events: they are delivered right after it. */
   events: boolean;
+  /**
+   * Makes the answer's `data` of what the statement answered, when the database cannot (the
+   * manifest opens its sealed secrets with the functions' key). Throws ApiError to refuse.
+   */
+  finish?: Finish;
 }
+
+/** The statement's `data` of one admitted request → the answer's `data`. */
+export type Finish = (
+  data: unknown,
+  context: { services: BaseServices; log: Logger },
+) => Promise<unknown>;
 
 export function defineRoute<C extends RouteContract>(
   contract: C,
   statement: RouteStatement,
-  options: { schema?: z.ZodType; events?: boolean } = {},
+  options: { schema?: z.ZodType; events?: boolean; finish?: Finish } = {},
 ): Route<C> {
   return {
     contract,
     schema: options.schema ?? contract.request,
     statement,
     events: options.events ?? false,
+    ...(options.finish ? { finish: options.finish } : {}),
   };
 }

@@ -11,6 +11,7 @@ import { commandsPoll } from "./routes/commands_poll.ts";
 import { commandsStatus } from "./routes/commands_status.ts";
 import { conflicts } from "./routes/conflicts.ts";
 import { health } from "./routes/health.ts";
+import { manifest } from "./routes/manifest.ts";
 import { messages } from "./routes/messages.ts";
 import { productivityMetrics } from "./routes/productivity_metrics.ts";
 import { taskMetrics } from "./routes/task_metrics.ts";
@@ -28,6 +29,7 @@ export const routeList: readonly Route[] = [
   commandsStatus,
   approvals,
   approvalsAck,
+  manifest,
 ];
 
 /** Path below /vm-reporter → its route. */

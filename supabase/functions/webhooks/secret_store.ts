@@ -4,7 +4,8 @@
  */
 import { ApiError } from "../_contract/errors.ts";
 import { urlProblem } from "../_shared/webhooks/post.ts";
-import { encryptSecret, newWebhookSecret } from "../_shared/webhooks/secret.ts";
+import { encryptSecret, toHex } from "../_shared/sealing.ts";
+import { newWebhookSecret } from "../_shared/webhooks/secret.ts";
 import type { ActionContext } from "./action.ts";
 
 export async function sealedSecret(
@@ -17,7 +18,7 @@ export async function sealedSecret(
   }
   const secret = newWebhookSecret();
   const sealed = await encryptSecret(key, secret);
-  return { secret, sealedHex: Array.from(sealed, (b) => b.toString(16).padStart(2, "0")).join("") };
+  return { secret, sealedHex: toHex(sealed) };
 }
 
 /** Refuses a URL that can never be a target (scheme, credentials, a private address literal). */

@@ -28,7 +28,8 @@ language sql as $$ select manifest_revision from public.projects where id = p_pr
 create function tests.manifest_commands(p_project_id uuid) returns setof jsonb
 language sql as $$
   select payload from public.vm_commands
-  where project_id = p_project_id and type = 'update_manifest' order by created_at, id
+  where project_id = p_project_id and type = 'update_manifest'
+  order by (payload ->> 'revision')::bigint
 $$;
 -- A sealed value's shape (IV, ciphertext, tag): the functions seal, the database only stores.
 create function tests.sealed() returns bytea

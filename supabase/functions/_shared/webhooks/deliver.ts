@@ -15,8 +15,8 @@ import type { Config } from "../config.ts";
 import type { Sql } from "../db.ts";
 import { runLimited } from "../limited.ts";
 import { describeError, type Logger } from "../log.ts";
+import { decryptSecret } from "../sealing.ts";
 import { postJson } from "./post.ts";
-import { decryptSecret } from "./secret.ts";
 import { signatureHeader } from "./signature.ts";
 
 export interface WebhookDeps {

@@ -3,7 +3,9 @@
  * generated id, the caller as owner, the defaults, the activity and the provision operation), the
  * reconciler making it active once its VM has booted, the 400 naming the field of a malformed
  * request, the 401 of a caller without a valid token and the 403 of one outside the organization
- * (nothing created), and the ACTIVE_PROJECT_LIMIT, concurrent creates included.
+ * (nothing created), and the ACTIVE_PROJECT_LIMIT, concurrent creates included; the repository
+ * (contract §10): kept and answered by status, refused with a credential in it (never echoed) or,
+ * where ALLOW_LOCAL_REPOSITORY_URLS is off, as a local path.
  */
 import assert from "node:assert/strict";
 import { isUuid } from "../../_shared/uuid.ts";
@@ -284,4 +286,114 @@ Deno.test("create makes a project in an organization of the caller's", async (t)
       });
     },
   );
+});
+
+Deno.test("create takes the project's repository and branch (contract §10)", async (t) => {
+  await using stack = await inProcess(ACTION_ENV);
+  const { sql } = stack.db;
+  const api = vmApi(stack);
+  const user = await createUser(sql);
+  const org = await createOrganization(sql, [user]);
+
+  await t.step("repository_url and repository_branch are kept; status answers them", async () => {
+    const { project_id } = ok<Transition>(
+      await api.create(user, org, {
+        name: "With repository",
+        repository_url: "https://github.com/acme/app.git",
+        repository_branch: "develop",
+      }),
+    );
+    const { project } = await api.status(user, project_id);
+    assert.equal(project.repository_url, "https://github.com/acme/app.git");
+    assert.equal(project.repository_branch, "develop");
+    assert.deepEqual(await activityRows(sql, project_id, "vm_create_requested"), [{
+      details: {
+        name: "With repository",
+        region: "australiaeast",
+        vm_size: "Standard_D2s_v3",
+        repository_url: "https://github.com/acme/app.git",
+        repository_branch: "develop",
+      },
+    }]);
+  });
+
+  await t.step("the branch defaults to main; SSH URLs and null are taken", async () => {
+    for (const url of ["git@github.com:acme/app.git", "ssh://git@github.com/acme/app.git", null]) {
+      const { project_id } = ok<Transition>(
+        await api.create(user, org, { name: "SSH", repository_url: url }),
+      );
+      const { project } = await api.status(user, project_id);
+      assert.equal(project.repository_url, url);
+      assert.equal(project.repository_branch, "main");
+    }
+  });
+
+  await t.step("the local stack takes file:// URLs and absolute paths", async () => {
+    for (const url of ["file:///srv/repos/app", "/srv/repos/app"]) {
+      const { project_id } = ok<Transition>(
+        await api.create(user, org, { name: "Local", repository_url: url }),
+      );
+      assert.equal((await api.status(user, project_id)).project.repository_url, url);
+    }
+  });
+
+  const before = await projectsOf(sql, org);
+
+  await t.step(
+    "a URL with a credential is 400, says to use GIT_TOKEN, never echoes it",
+    async () => {
+      for (
+        const url of [
+          "https://alice:ghp_SeCrEt123@github.com/acme/app.git",
+          "https://ghp_SeCrEt123@github.com/acme/app.git",
+          "ssh://git:ghp_SeCrEt123@github.com/acme/app.git",
+          "alice:ghp_SeCrEt123@github.com:acme/app.git",
+        ]
+      ) {
+        const answer = await api.create(user, org, { name: "Leaky", repository_url: url });
+        assert.equal(
+          refused(answer, 400, "invalid_request"),
+          "repository_url: must not carry a credential: store the token as the project secret " +
+            "GIT_TOKEN instead",
+        );
+        assert.ok(!answer.text.includes("ghp_SeCrEt123"), answer.text);
+      }
+      assert.ok(!stack.output().includes("ghp_SeCrEt123"), "the credential is in no log line");
+    },
+  );
+
+  await t.step("a URL git cannot clone, or a bad branch, is 400 naming the field", async () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ repository_url: "http://github.com/acme/app.git" }, /^repository_url: must be a/],
+      [{ repository_url: "relative/path" }, /^repository_url: must be a/],
+      [{ repository_url: "" }, /^repository_url: must not be empty$/],
+      [{ repository_url: 7 }, /^repository_url: must be a string$/],
+      [{ repository_branch: "--upload-pack=x" }, /^repository_branch: must be a branch name/],
+      [{ repository_branch: "a..b" }, /^repository_branch: must be a branch name/],
+    ];
+    for (const [fields, message] of cases) {
+      assert.match(refused(await api.create(user, org, { name: "Bad", ...fields }), 400), message);
+    }
+  });
+
+  await t.step("with ALLOW_LOCAL_REPOSITORY_URLS=false, local paths are 400", async () => {
+    await using hosted = await inProcess({ ...ACTION_ENV, ALLOW_LOCAL_REPOSITORY_URLS: "false" }, {
+      db: stack.db,
+    });
+    const strict = vmApi(hosted);
+    for (const url of ["file:///srv/repos/app", "/srv/repos/app"]) {
+      assert.equal(
+        refused(await strict.create(user, org, { name: "Local", repository_url: url }), 400),
+        "repository_url: must be an https or SSH URL: file:// URLs and local paths are for the " +
+          "local stack only",
+      );
+    }
+    ok<Transition>(
+      await strict.create(user, org, { repository_url: "https://github.com/acme/app.git" }),
+    );
+  });
+
+  await t.step("nothing was created by the refused requests", async () => {
+    assert.equal(await projectsOf(sql, org), before + 1, "only the last, accepted one");
+  });
 });

@@ -1,9 +1,6 @@
-import type { ResponseOf } from "../../_contract/actions.ts";
 import { status as contract } from "../../_contract/vm_api.ts";
 import { defineAction } from "../action.ts";
-
-/** private.vm_status's answer: the contract's, its timestamps as PostgreSQL writes them. */
-type StatusAnswer = ResponseOf<typeof contract>;
+import { projectAnswer, type StatusAnswer, utc } from "../project.ts";
 
 export const status = defineAction(contract, async (ctx, input) => {
   const stuckAfter = ctx.services.config.stuckAfterSeconds;
@@ -12,19 +9,11 @@ export const status = defineAction(contract, async (ctx, input) => {
   );
   const { project } = row;
   return {
-    project: {
-      ...project,
-      created_at: utc(project.created_at),
-      updated_at: utc(project.updated_at),
-      status_changed_at: utc(project.status_changed_at),
-    },
+    project: projectAnswer(project),
     recent_activity: row.recent_activity.map((a) => ({ ...a, created_at: utc(a.created_at) })),
     ...(project.stuck ? { message: stuckMessage(project.status, stuckAfter) } : {}),
   };
 });
-
-/** PostgreSQL writes a timestamptz in the session's zone, to the microsecond; we answer UTC ms. */
-const utc = (at: string) => new Date(at).toISOString();
 
 /** The specification's direction for a project stuck in a transition: contact support. */
 export function stuckMessage(status: string, stuckAfterSeconds: number): string {

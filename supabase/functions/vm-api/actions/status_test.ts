@@ -57,6 +57,8 @@ Deno.test("status shows a member the project and its latest activity", async (t)
       "name",
       "organization_id",
       "region",
+      "repository_branch",
+      "repository_url",
       "status",
       "status_changed_at",
       "stuck",
@@ -70,6 +72,8 @@ Deno.test("status shows a member the project and its latest activity", async (t)
     assert.ok(HEALTH.includes(project.health_status), project.health_status);
     assert.equal(project.region, "australiaeast");
     assert.equal(project.vm_size, "Standard_D2s_v3");
+    assert.equal(project.repository_url, null, "no repository unless one is given");
+    assert.equal(project.repository_branch, "main");
     assert.equal(project.last_error, null);
     assert.equal(project.stuck, false);
     for (const field of ["created_at", "updated_at", "status_changed_at"] as const) {

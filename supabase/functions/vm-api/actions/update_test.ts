@@ -1,0 +1,224 @@
+/**
+ * vm-api `update` (contract §10), in process against the real database: an owner or admin renames
+ * the project and sets, changes or clears its repository, and gets the project back as `status`
+ * answers it; each change that touches the repository moves the manifest's revision and, for a VM
+ * that is up, queues one update_manifest {revision}; a plain member is 403 not_project_admin and a
+ * non-member 403 not_project_member (nothing changed either way); 400s name the field and never
+ * echo a credential; 401 without a valid token.
+ */
+import assert from "node:assert/strict";
+import type postgres from "postgres";
+import { inProcess } from "../../../../tests/helpers/in_process.ts";
+import {
+  createOrganization,
+  createProject,
+  createUser,
+} from "../../../../tests/helpers/fixtures.ts";
+import {
+  ACTION_ENV,
+  activityRows,
+  invalidAuthorizations,
+  nonMembers,
+  NOT_A_MEMBER,
+  ok,
+  type Project,
+  refused,
+  vmApi,
+} from "../../../../tests/helpers/vm_api.ts";
+
+const NOT_AN_ADMIN =
+  "Only the project's owners and admins can change its settings, repository and secrets";
+
+async function manifestState(sql: postgres.Sql, projectId: string) {
+  const [row] = await sql<[{ revision: number; commands: Record<string, unknown>[] }]>`
+    select p.manifest_revision::int as revision,
+      coalesce((select jsonb_agg(c.payload order by c.created_at) from public.vm_commands c
+                where c.project_id = p.id and c.type = 'update_manifest'), '[]') as commands
+    from public.projects p where p.id = ${projectId}`;
+  return { revision: row.revision, commands: row.commands };
+}
+
+async function addMember(sql: postgres.Sql, projectId: string, userId: string, role: string) {
+  await sql`
+    insert into public.project_members (project_id, user_id, role)
+    values (${projectId}, ${userId}, ${role})`;
+}
+
+Deno.test("update changes a project's name and repository, for its owners and admins", async (t) => {
+  await using stack = await inProcess(ACTION_ENV);
+  const { sql } = stack.db;
+  const api = vmApi(stack);
+  const owner = await createUser(sql);
+  const org = await createOrganization(sql, [owner]);
+  const projectId = await createProject(sql, org, [owner], { name: "Before" });
+  const update = (userId: string, fields: Record<string, unknown>) =>
+    api.act(userId, "update", projectId, fields);
+
+  await t.step(
+    "the owner sets the repository; the answer is the project as status has it",
+    async () => {
+      const { project } = ok<{ project: Project }>(
+        await update(owner, {
+          name: "After",
+          repository_url: "https://github.com/acme/app.git",
+          repository_branch: "develop",
+        }),
+      );
+      const status = await api.status(owner, projectId);
+      assert.deepEqual(project, status.project);
+      assert.equal(project.name, "After");
+      assert.equal(project.repository_url, "https://github.com/acme/app.git");
+      assert.equal(project.repository_branch, "develop");
+      assert.deepEqual(await activityRows(sql, projectId, "project_updated"), [{
+        details: {
+          name: "After",
+          repository_url: "https://github.com/acme/app.git",
+          repository_branch: "develop",
+        },
+      }]);
+    },
+  );
+
+  await t.step("the repository change moved the revision and queued update_manifest", async () => {
+    assert.deepEqual(await manifestState(sql, projectId), {
+      revision: 2,
+      commands: [{ revision: 2 }],
+    });
+  });
+
+  await t.step("a rename alone leaves the manifest as it is", async () => {
+    ok(await update(owner, { name: "Renamed" }));
+    assert.equal((await manifestState(sql, projectId)).revision, 2);
+  });
+
+  await t.step("an update that changes nothing records nothing", async () => {
+    ok(await update(owner, { repository_branch: "develop" }));
+    ok(await update(owner, {}));
+    assert.equal((await activityRows(sql, projectId, "project_updated")).length, 2);
+    assert.equal((await manifestState(sql, projectId)).revision, 2);
+  });
+
+  await t.step("repository_url null clears it (the branch stays)", async () => {
+    const { project } = ok<{ project: Project }>(await update(owner, { repository_url: null }));
+    assert.equal(project.repository_url, null);
+    assert.equal(project.repository_branch, "develop");
+    assert.deepEqual(await manifestState(sql, projectId), {
+      revision: 3,
+      commands: [{ revision: 3 }],
+    }, "the waiting command is brought up to date, not joined by another");
+  });
+
+  await t.step(
+    "a project admin, and an organization owner who is a member, may update",
+    async () => {
+      const admin = await createUser(sql);
+      await addMember(sql, projectId, admin, "admin");
+      ok(await update(admin, { repository_branch: "main" }));
+      const orgOwner = await createUser(sql);
+      await sql`
+      insert into public.organization_members (organization_id, user_id, role)
+      values (${org}, ${orgOwner}, 'owner')`;
+      await addMember(sql, projectId, orgOwner, "member");
+      ok(await update(orgOwner, { repository_url: "git@github.com:acme/app.git" }));
+      assert.equal(
+        (await api.status(owner, projectId)).project.repository_url,
+        "git@github.com:acme/app.git",
+      );
+    },
+  );
+
+  await t.step("a plain member gets 403 not_project_admin; nothing changes", async () => {
+    const member = await createUser(sql);
+    await addMember(sql, projectId, member, "member");
+    const before = await api.status(owner, projectId);
+    const answer = await update(member, { repository_url: "https://github.com/evil/app.git" });
+    assert.equal(refused(answer, 403, "not_project_admin"), NOT_AN_ADMIN);
+    assert.deepEqual((await api.status(owner, projectId)).project, before.project);
+  });
+
+  await t.step(
+    "a non-member, or a project that does not exist, is 403 not_project_member",
+    async () => {
+      for (const [who, stranger] of await nonMembers(sql, org)) {
+        const answer = await update(stranger, { name: "Mine" });
+        assert.deepEqual(answer.body, { error: NOT_A_MEMBER, code: "not_project_member" }, who);
+      }
+      const missing = await api.act(owner, "update", crypto.randomUUID(), { name: "x" });
+      assert.equal(refused(missing, 403, "not_project_member"), NOT_A_MEMBER);
+      assert.equal((await api.status(owner, projectId)).project.name, "Renamed");
+    },
+  );
+
+  await t.step("without a valid token: 401, nothing changes", async () => {
+    for (const [name, authorization] of await invalidAuthorizations(owner)) {
+      const answer = await api.act(owner, "update", projectId, { name: "Anon" }, { authorization });
+      assert.equal(answer.status, 401, name);
+    }
+    assert.equal((await api.status(owner, projectId)).project.name, "Renamed");
+  });
+
+  await t.step("400s name the field; a credential is refused and never echoed", async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ name: "" }, "name: must not be empty"],
+      [{ repository_branch: "-x" }, "repository_branch: must be a branch name"],
+      [{ repository_url: "ftp://example.com/app.git" }, "repository_url: must be a repository URL"],
+      [
+        { repository_url: "https://x-access-token:tok_42Secret@github.com/acme/app.git" },
+        "repository_url: must not carry a credential: store the token as the project secret " +
+        "GIT_TOKEN instead",
+      ],
+    ];
+    for (const [fields, start] of cases) {
+      const answer = await update(owner, fields);
+      assert.ok(refused(answer, 400, "invalid_request").startsWith(start), answer.text);
+      assert.ok(!answer.text.includes("tok_42Secret"));
+    }
+    assert.ok(!stack.output().includes("tok_42Secret"), "the credential is in no log line");
+    assert.equal(
+      refused(await api.act(owner, "update", "not-a-uuid", {}), 400),
+      "project_id: must be a UUID string",
+    );
+  });
+
+  await t.step("with ALLOW_LOCAL_REPOSITORY_URLS=false a local path is 400", async () => {
+    assert.equal(
+      ok<{ project: Project }>(await update(owner, { repository_url: "/srv/repos/app" })).project
+        .repository_url,
+      "/srv/repos/app",
+      "the local stack takes it",
+    );
+    await using strict = await inProcess({ ...ACTION_ENV, ALLOW_LOCAL_REPOSITORY_URLS: "false" }, {
+      db: stack.db,
+    });
+    const answer = await vmApi(strict).act(owner, "update", projectId, {
+      repository_url: "file:///srv/repos/app",
+    });
+    assert.equal(
+      refused(answer, 400, "invalid_request"),
+      "repository_url: must be an https or SSH URL: file:// URLs and local paths are for the " +
+        "local stack only",
+    );
+  });
+});
+
+Deno.test("update_manifest goes only to a VM that is up or coming up", async (t) => {
+  await using stack = await inProcess(ACTION_ENV);
+  const { sql } = stack.db;
+  const api = vmApi(stack);
+  const owner = await createUser(sql);
+  const org = await createOrganization(sql, [owner]);
+  for (const status of ["provisioning", "starting", "active", "running"]) {
+    await t.step(`${status}: queued`, async () => {
+      const id = await createProject(sql, org, [owner], { status });
+      ok(await api.act(owner, "update", id, { repository_branch: "next" }));
+      assert.deepEqual((await manifestState(sql, id)).commands, [{ revision: 2 }]);
+    });
+  }
+  for (const status of ["stopping", "stopped", "deleting"]) {
+    await t.step(`${status}: not queued (a VM reads its manifest when it boots)`, async () => {
+      const id = await createProject(sql, org, [owner], { status });
+      ok(await api.act(owner, "update", id, { repository_branch: "next" }));
+      assert.deepEqual(await manifestState(sql, id), { revision: 2, commands: [] });
+    });
+  }
+});

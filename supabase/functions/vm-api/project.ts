@@ -1,0 +1,22 @@
+/**
+ * The Project resource as status and update answer it: private.vm_status's `project`, its
+ * timestamps in UTC to the millisecond.
+ */
+import type { ResponseOf } from "../_contract/actions.ts";
+import type { status } from "../_contract/vm_api.ts";
+
+/** private.vm_status's answer: the contract's, its timestamps as PostgreSQL writes them. */
+export type StatusAnswer = ResponseOf<typeof status>;
+export type Project = StatusAnswer["project"];
+
+export function projectAnswer(project: Project): Project {
+  return {
+    ...project,
+    created_at: utc(project.created_at),
+    updated_at: utc(project.updated_at),
+    status_changed_at: utc(project.status_changed_at),
+  };
+}
+
+/** PostgreSQL writes a timestamptz in the session's zone, to the microsecond; we answer UTC ms. */
+export const utc = (at: string) => new Date(at).toISOString();
