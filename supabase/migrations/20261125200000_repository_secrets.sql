@@ -281,11 +281,12 @@ create trigger project_secret_values_touch_updated_at
 
 alter table private.project_secret_values enable row level security;
 
--- The names and times, never the sealed value: a member's read of public.project_secrets (a
--- security_invoker view) is checked against these column grants and the policy below.
-revoke all on private.project_secret_values from public, anon, authenticated;
+-- The names and times, never the sealed value: a read of public.project_secrets (a
+-- security_invoker view) is checked against these column grants (and, for a member, the policy
+-- below; service_role, operators' tooling, bypasses RLS but not the grants).
+revoke all on private.project_secret_values from public, anon, authenticated, service_role;
 grant select (project_id, name, created_at, updated_at) on private.project_secret_values
-  to authenticated;
+  to authenticated, service_role;
 
 create policy "Project secrets' names are visible to project members"
   on private.project_secret_values for select to authenticated

@@ -506,6 +506,10 @@ async function reportEverything(server: TestServer, sql: postgres.Sql, tenant: P
     })).error,
     null,
   );
+  // A project secret, as vm-api stores one: sealed (the value is never in the database).
+  await sql`
+    insert into private.project_secret_values (project_id, name, value_sealed)
+    values (${tenant.projectId}, 'GIT_TOKEN', ${new Uint8Array(29)})`;
   // Lifecycle history, and a VM whose agents fell silent long ago (the watchdog's case).
   await sql`
     insert into public.project_activity (project_id, action, details)

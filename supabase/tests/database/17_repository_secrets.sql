@@ -5,7 +5,7 @@
 -- revision alone), secrets readable by name only and by members only, and who may change them.
 begin;
 \ir fixtures.psql
-select plan(52);
+select plan(54);
 
 -- Users beyond the fixtures' member (P1's owner) and other (a plain member of P1).
 insert into auth.users (id, email) values
@@ -45,6 +45,10 @@ select columns_are('public', 'project_secrets', array['project_id', 'name', 'cre
   'project_secrets has names and times, never a value');
 select is((select reloptions from pg_class where oid = 'public.project_secrets'::regclass),
   array['security_invoker=true'], 'project_secrets is a security_invoker view');
+select ok(not has_column_privilege('authenticated', 'private.project_secret_values', 'value_sealed', 'select'),
+  'authenticated has no grant on the sealed value');
+select ok(not has_column_privilege('service_role', 'private.project_secret_values', 'value_sealed', 'select'),
+  'neither has service_role: only the functions'' own role reads it');
 select col_is_null('public', 'projects', 'repository_url', 'repository_url may be null');
 select col_default_is('public', 'projects', 'repository_branch', 'main'::text, 'repository_branch defaults to main');
 select col_default_is('public', 'projects', 'manifest_revision', '1'::text, 'manifest_revision starts at 1');
