@@ -53,7 +53,7 @@ export async function startModelStandIn(options: ModelStandInOptions = {}): Prom
   };
 }
 
-/** One request, answered: exported for tests that skip the socket. */
+/** One request, answered: the whole handler, usable in process without a socket. */
 export async function answer(request: Request): Promise<Response> {
   const { pathname } = new URL(request.url);
   if (pathname === "/api/hello" && (request.method === "HEAD" || request.method === "GET")) {
