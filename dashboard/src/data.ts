@@ -11,6 +11,7 @@ export * from "../../supabase/client/dashboard.ts";
 
 export type Project = Tables<"projects">;
 export type Approval = Tables<"approvals">;
+export type ProjectSecret = Tables<"project_secrets">;
 export interface Membership {
   organization_id: string;
   role: string;
@@ -98,4 +99,39 @@ export async function productivityMetrics(
 /** Cost per project of every project the user sees (RLS decides which). */
 export async function costByProject(client: DashboardClient): Promise<Tables<"cost_by_project">[]> {
   return answered(await client.from("cost_by_project").select("*"));
+}
+
+/** The project's repository as its row has it now (Settings; another admin may have changed it). */
+export async function projectRepository(
+  client: DashboardClient,
+  projectId: string,
+): Promise<Pick<Project, "repository_url" | "repository_branch"> | null> {
+  return answered(
+    await client.from("projects").select("repository_url, repository_branch").eq("id", projectId)
+      .maybeSingle(),
+  );
+}
+
+/** The user's role in the project (owner, admin, member), or null for none. */
+export async function projectRole(
+  client: DashboardClient,
+  projectId: string,
+  userId: string,
+): Promise<string | null> {
+  const row = answered(
+    await client.from("project_members").select("role").eq("project_id", projectId)
+      .eq("user_id", userId).maybeSingle(),
+  );
+  return row?.role ?? null;
+}
+
+/** The project's secrets by name, with when each was set: never a value (none is readable). */
+export async function projectSecrets(
+  client: DashboardClient,
+  projectId: string,
+): Promise<ProjectSecret[]> {
+  return answered(
+    await client.from("project_secrets").select("name, created_at, updated_at, project_id")
+      .eq("project_id", projectId).order("name"),
+  );
 }

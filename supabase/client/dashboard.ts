@@ -1,5 +1,5 @@
 /**
- * The dashboard's client: thin functions over supabase-js for the five vm-api actions and the six
+ * The dashboard's client: thin functions over supabase-js for the eight vm-api actions and the six
  * webhooks actions (`functions.invoke`), the four write RPCs (`rpc`), the read models and the
  * event feed (`from`), typed end to
  * end: request and answer types come from the contract (_contract/), RPC arguments and rows from
@@ -96,6 +96,14 @@ export const deleteProject = (client: DashboardClient, input: Input<"delete">) =
   vmApi(client, "delete", input);
 export const projectStatus = (client: DashboardClient, input: Input<"status">) =>
   vmApi(client, "status", input);
+/** Renames the project or changes its repository (owners and admins); answers `{project}`. */
+export const updateProject = (client: DashboardClient, input: Input<"update">) =>
+  vmApi(client, "update", input);
+/** Sets or replaces a project secret (owners and admins); the value is never answered. */
+export const setProjectSecret = (client: DashboardClient, input: Input<"set_secret">) =>
+  vmApi(client, "set_secret", input);
+export const deleteProjectSecret = (client: DashboardClient, input: Input<"delete_secret">) =>
+  vmApi(client, "delete_secret", input);
 
 // --- webhooks (organization owners and admins) --------------------------------------------------
 
@@ -211,6 +219,7 @@ export const READ_MODELS = [
   "persona_file_versions",
   "cost_by_project",
   "cost_by_model",
+  "project_secrets",
 ] as const;
 
 export type ReadModel = (typeof READ_MODELS)[number];

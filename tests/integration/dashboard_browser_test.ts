@@ -1,8 +1,8 @@
 /**
  * The reference dashboard in a real browser (Debian's Chromium) against the real local stack: a
  * person signs in, creates a project and watches it come up, talks to its agents, decides what
- * they ask, edits their persona, reads logs, reports and costs, and stops, starts and deletes it;
- * someone else sees none of it. Every area is photographed under test-results/dashboard/.
+ * they ask, edits their persona, reads logs, reports and costs, sets its repository and secrets,
+ * and stops, starts and deletes it; someone else sees none of it. Every area is photographed under test-results/dashboard/.
  */
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
@@ -277,6 +277,57 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
       page,
       `(document.querySelector(".project-header")?.textContent ?? "").includes("active")`,
     );
+  });
+
+  await t.step("Settings sets the repository and secrets, listed by name only", async () => {
+    const [{ id }] = await db.sql<[{ id: string }]>`
+      select id from public.projects where name = 'Browser project'`;
+    // A repository on this machine, which the local stack takes.
+    const origin = await Deno.makeTempDir({ prefix: "vm-service-dashboard-origin-" });
+    await new Deno.Command("git", { args: ["init", "--quiet", "--bare", origin] }).output();
+    await page.locator(".project-link").click();
+    await control(page, "Settings", "tab").click();
+    await page.waitForSelector("#repository-url");
+    await page.locator("#repository-url").fill(origin);
+    await page.locator("#repository-branch").fill("main");
+    await control(page, "Save repository").click();
+    await waitForText(page, ".repository-current", origin);
+    const [project] = await db.sql<[{ repository_url: string; repository_branch: string }]>`
+      select repository_url, repository_branch from public.projects where id = ${id}`;
+    assert.deepEqual({ ...project }, { repository_url: origin, repository_branch: "main" });
+
+    const value = `ghp_browser_${crypto.randomUUID()}`;
+    const valueOf = () =>
+      page.$eval("#secret-value", (e) => (e as unknown as { value: string }).value);
+    for (const [name, typed] of [["GIT_TOKEN", value], ["OLD_TOKEN", `old-${value}`]] as const) {
+      await page.locator("#secret-name").fill(name);
+      await page.locator("#secret-value").fill(typed);
+      await control(page, "Save secret").click();
+      await waitForText(page, ".project-secrets", name);
+      assert.equal(await valueOf(), "", "the value field is cleared after the save");
+    }
+    await control(page, "Delete secret OLD_TOKEN").click();
+    await until(
+      page,
+      `!(document.querySelector(".project-secrets")?.textContent ?? "").includes("OLD_TOKEN")`,
+    );
+    const names = await page.$$eval(
+      ".project-secrets tbody td:first-child",
+      (cells) => cells.map((c) => c.textContent?.trim()),
+    );
+    assert.deepEqual(names, ["GIT_TOKEN"]);
+    assert.equal(
+      await page.$eval("#secret-value", (e) => e.getAttribute("type")),
+      "password",
+      "a value is typed where it is not shown",
+    );
+    assert.ok(!(await page.content()).includes(value), "no value is on the page");
+    const [stored] = await db.sql<[{ sealed: Uint8Array }]>`
+      select value_sealed as sealed from private.project_secret_values
+      where project_id = ${id} and name = 'GIT_TOKEN'`;
+    assert.ok(!new TextDecoder().decode(stored.sealed).includes(value), "stored sealed");
+    await screenshot(page, "12-settings-repository");
+    await Deno.remove(origin, { recursive: true }).catch(() => {});
   });
 
   await t.step("Settings deletes the project after its name is typed", async () => {
