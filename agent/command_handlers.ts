@@ -17,7 +17,7 @@ export interface CommandContext {
   board: ApprovalBoard;
   hook?: AgentHook;
   /** Fetches the manifest again (update_manifest); answers it. */
-  refreshManifest(): Promise<{ revision: string }>;
+  refreshManifest(): Promise<{ revision: number }>;
   /** Acknowledges a decision nobody will act on (rejected or expired): spooled like any report. */
   acknowledge(ack: { approval_id: string; outcome: "skipped"; details: object }): Promise<void>;
 }

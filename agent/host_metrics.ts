@@ -1,8 +1,11 @@
 /**
- * The host's real load for the health report: CPU busy share since the previous sample
- * (/proc/stat), memory in use (MemAvailable, as `free` counts it), and how full the disk that
+ * The host's real load for the health report: CPU busy share since the previous sample (the
+ * kernel's per-CPU times through node:os, which needs only --allow-sys: Deno asks for every
+ * permission to read /proc/stat itself), memory in use (MemAvailable, as `free` counts it), and how full the disk that
  * holds the workspace is (`df`).
  */
+import { cpus } from "node:os";
+
 export interface HostLoad {
   cpu_percent: number;
   memory_percent: number;
@@ -21,17 +24,19 @@ export class HostMetrics {
       this.#disk = { percent: await disk(diskPath), at: Date.now() };
     }
     return {
-      cpu_percent: await this.#cpu(),
+      cpu_percent: this.#cpu(),
       memory_percent: memory(),
       disk_percent: this.#disk.percent,
     };
   }
 
-  async #cpu(): Promise<number> {
-    const line = (await Deno.readTextFile("/proc/stat")).split("\n")[0]!;
-    const ticks = line.trim().split(/\s+/).slice(1).map(Number);
-    const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
-    const total = ticks.reduce((sum, t) => sum + t, 0);
+  #cpu(): number {
+    let idle = 0;
+    let total = 0;
+    for (const { times } of cpus()) {
+      idle += times.idle;
+      total += times.user + times.nice + times.sys + times.irq + times.idle;
+    }
     const previous = this.#previous ?? { busy: 0, total: 0 };
     this.#previous = { busy: total - idle, total };
     const spent = total - previous.total;

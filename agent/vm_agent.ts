@@ -21,6 +21,7 @@ import {
   commandsStatus,
   health,
   type HealthReport,
+  manifest,
 } from "../supabase/functions/_contract/reporter.ts";
 import { ReporterClient, ReporterError } from "./reporter_client.ts";
 import { Spool } from "./spool.ts";
@@ -193,10 +194,10 @@ export class VmAgent {
    * so a restart while the platform is unreachable still has the team's repository and keys.
    */
   async #fetchManifest(): Promise<Manifest> {
-    const manifest = await this.#client.send<Manifest>("/manifest", {});
-    await writeFileAtomic(this.#manifestFile, JSON.stringify(manifest), { mode: 0o600 });
-    this.#manifest = manifest;
-    return manifest;
+    const fetched = await this.#client.call(manifest, {});
+    await writeFileAtomic(this.#manifestFile, JSON.stringify(fetched), { mode: 0o600 });
+    this.#manifest = fetched;
+    return fetched;
   }
 
   async #loadManifest(): Promise<void> {

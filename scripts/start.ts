@@ -159,14 +159,18 @@ async function localTeam(): Promise<RealTeam> {
   say(`Claude Code: ${claude}`);
   if (!settings.modelBaseUrl) {
     model = await startModelStandIn({ hostname: "127.0.0.1", port: 0 });
-    say(`Model URL:     ${model.url} (the stack's stand-in; set ANTHROPIC_BASE_URL for a real one)`);
+    say(
+      `Model URL:     ${model.url} (the stack's stand-in; set ANTHROPIC_BASE_URL for a real one)`,
+    );
   } else {
     say(`Model URL:     ${settings.modelBaseUrl} (ANTHROPIC_BASE_URL)`);
   }
   return {
     claude,
     ...settings,
-    ...(model ? { modelBaseUrl: model.url, apiKey: settings.apiKey ?? "local-model-stand-in" } : {}),
+    ...(model
+      ? { modelBaseUrl: model.url, apiKey: settings.apiKey ?? "local-model-stand-in" }
+      : {}),
     sessionTimeoutMs: DEFAULT_SESSION_TIMEOUT_MINUTES * 60_000,
     approvalTtlSeconds: DEFAULT_APPROVAL_TTL_SECONDS,
     // The local "git hosting service" is part of the local "cloud", beside the VMs.

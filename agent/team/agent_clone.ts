@@ -87,7 +87,9 @@ export class AgentClone {
     } else if (remote) {
       const current = await this.#git(["remote", "get-url", "origin"], true);
       if (current.code !== 0) await this.#git(["remote", "add", "origin", remote]);
-      else if (current.out.trim() !== remote) await this.#git(["remote", "set-url", "origin", remote]);
+      else if (current.out.trim() !== remote) {
+        await this.#git(["remote", "set-url", "origin", remote]);
+      }
     }
     if ((await this.#currentBranch()) === branch) return;
     if (remote && await this.#remoteHas(branch)) {
@@ -153,7 +155,10 @@ export class AgentClone {
       }
       // The push moves origin/<branch> too: the range is taken by sha before it.
       const from = base ? (await this.#git(["rev-parse", base])).out.trim() : undefined;
-      const push = await this.#git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], true);
+      const push = await this.#git(
+        ["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`],
+        true,
+      );
       if (push.code === 0) {
         result.pushed = await this.#commits(from);
         delete result.error;
@@ -261,7 +266,9 @@ export class AgentClone {
   /** Commits not on the remote branch yet. */
   async #ahead(): Promise<number> {
     if (!(await this.#hasCommits())) return 0;
-    const base = await this.#remoteHas(this.#o.branch) ? [`origin/${this.#o.branch}..HEAD`] : ["HEAD"];
+    const base = await this.#remoteHas(this.#o.branch)
+      ? [`origin/${this.#o.branch}..HEAD`]
+      : ["HEAD"];
     const out = await this.#git(["rev-list", "--count", ...base], true);
     return Number(out.out.trim()) || 0;
   }

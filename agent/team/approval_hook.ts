@@ -61,7 +61,9 @@ try {
 async function main(input: HookInput): Promise<void> {
   const command = typeof input.tool_input?.command === "string" ? input.tool_input.command : "";
   if (input.tool_name !== "Bash" || !command) return;
-  if (!values.socket || !values.state || !values.rules) throw new Error("the hook's flags are missing");
+  if (!values.socket || !values.state || !values.rules) {
+    throw new Error("the hook's flags are missing");
+  }
   const socket = new AgentSocket(values.socket);
   const approvedFile = `${values.state}/approved/${
     encodeURIComponent(`${input.session_id}-${input.tool_use_id}`)

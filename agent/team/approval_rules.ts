@@ -46,10 +46,18 @@ export function matchApprovalRule(command: string, rules: ApprovalRules): RuleMa
   for (const segment of segments(command)) {
     const push = gitPush(segment);
     if (push?.force) {
-      return { action: "git_force_push", reason: "a force push rewrites shared history", risk: "high" };
+      return {
+        action: "git_force_push",
+        reason: "a force push rewrites shared history",
+        risk: "high",
+      };
     }
     if (push?.deletesBranch) {
-      return { action: "git_delete_remote_branch", reason: "it deletes a remote branch", risk: "high" };
+      return {
+        action: "git_delete_remote_branch",
+        reason: "it deletes a remote branch",
+        risk: "high",
+      };
     }
   }
   const whole = command.trim();
@@ -91,11 +99,13 @@ function gitPush(words: string[]): { force: boolean; deletesBranch: boolean } | 
   const args = words.slice(i + 1);
   const flags = args.filter((a) => a.startsWith("-"));
   const refspecs = args.filter((a) => !a.startsWith("-")).slice(1); // after the remote
-  const force = flags.some((f) =>
-    f === "--force" || f.startsWith("--force-with-lease") || f === "--force-if-includes" ||
-    (/^-[a-zA-Z]+$/.test(f) && f.includes("f"))
-  ) || refspecs.some((r) => r.startsWith("+"));
-  const deletesBranch = flags.some((f) => f === "--delete" || (/^-[a-zA-Z]+$/.test(f) && f.includes("d"))) ||
+  const force =
+    flags.some((f) =>
+      f === "--force" || f.startsWith("--force-with-lease") || f === "--force-if-includes" ||
+      (/^-[a-zA-Z]+$/.test(f) && f.includes("f"))
+    ) || refspecs.some((r) => r.startsWith("+"));
+  const deletesBranch =
+    flags.some((f) => f === "--delete" || (/^-[a-zA-Z]+$/.test(f) && f.includes("d"))) ||
     refspecs.some((r) => r.startsWith(":") && r.length > 1);
   return { force, deletesBranch };
 }

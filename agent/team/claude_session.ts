@@ -91,7 +91,9 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
   const interrupt = (why: string) => {
     if (cut) return;
     cut = why;
-    signal(child, "SIGTERM");
+    // SIGINT: the CLI stops its tools, prints its result (usage and cost so far) and exits;
+    // SIGTERM would print nothing.
+    signal(child, "SIGINT");
     setTimeout(() => signal(child, "SIGKILL"), KILL_AFTER_MS);
   };
   const onAbort = () => interrupt("interrupted");

@@ -11,7 +11,11 @@ import { quote } from "shell-quote";
 import type { AgentHook, CommandOutcome } from "../command_handlers.ts";
 import { Alarm } from "../alarm.ts";
 import { AgentSocket } from "../socket_client.ts";
-import type { DeclaredAgents } from "../../supabase/functions/_contract/reporter.ts";
+import type {
+  DeclaredAgents,
+  manifest,
+  ResponseOf,
+} from "../../supabase/functions/_contract/reporter.ts";
 import { AgentClone, gitEnvironment, type PublishResult } from "./agent_clone.ts";
 import { parseApprovalRules } from "./approval_rules.ts";
 import { runSession, type SessionOutcome } from "./claude_session.ts";
@@ -20,11 +24,7 @@ import { DEFAULT_AGENTS_MD, parseRoster, type RosterAgent } from "./roster.ts";
 import { type Task, TaskBoard } from "./task_board.ts";
 
 /** What the platform says the team works on (the reporter's /manifest). */
-export interface Manifest {
-  repository: { url: string; branch: string } | null;
-  secrets: Record<string, string>;
-  revision: string;
-}
+export type Manifest = ResponseOf<typeof manifest>;
 
 export interface TeamRunnerOptions {
   workspace: string;
@@ -173,12 +173,14 @@ export class TeamRunner {
         id: string;
         content: string;
       };
-      const agent = addressee(String(message.content), this.#roster) ?? lead;
+      const content = String(message.content);
+      const agent = addressee(content, this.#roster) ?? lead;
       const added = await this.#board.add({
         id: message.id,
         agent,
         kind: "work",
-        text: String(message.content),
+        // The mention did its work: the task is what follows it.
+        text: content.replace(new RegExp(`^\\s*@${agent}\\b[:,]?\\s*`), "") || content,
         from: "user",
       });
       if (added) await this.#taskMetrics(agent, { assigned: 1 });
@@ -233,6 +235,7 @@ export class TeamRunner {
       env: this.#gitEnv(agent.name, home, secrets),
     });
     await Deno.mkdir(`${home}/home`, { recursive: true });
+    await Deno.mkdir(`${home}/tmp`, { recursive: true });
     await clone.ensure();
 
     let files: string[] = [];
@@ -330,7 +333,9 @@ export class TeamRunner {
           exit_status: outcome.exit_status,
           turns: outcome.turns,
           cost_usd: outcome.cost_usd,
-          ...(outcome.end === "completed" ? {} : { error: this.#redact(outcome.text).slice(0, 500) }),
+          ...(outcome.end === "completed"
+            ? {}
+            : { error: this.#redact(outcome.text).slice(0, 500) }),
         },
       });
       const answer = this.#redact(outcome.text).slice(0, MESSAGE_CHARS);
@@ -391,7 +396,13 @@ export class TeamRunner {
     if (agent.lead && outcome?.end === "completed") {
       for (const handoff of handoffs(outcome.text, this.#roster)) {
         const id = crypto.randomUUID();
-        await this.#board.add({ id, agent: handoff.agent, kind: "work", text: handoff.text, from: agent.name });
+        await this.#board.add({
+          id,
+          agent: handoff.agent,
+          kind: "work",
+          text: handoff.text,
+          from: agent.name,
+        });
         await this.#taskMetrics(handoff.agent, { assigned: 1 });
       }
     }
@@ -544,6 +555,8 @@ export class TeamRunner {
       ...secrets,
       ...gitEnvironment(agent, secrets),
       CLAUDE_CONFIG_DIR: `${home}/home/.claude`,
+      // The CLI's per-session scratch stays with the agent, not in a shared /tmp.
+      TMPDIR: `${home}/tmp`,
       DISABLE_AUTOUPDATER: "1",
       DISABLE_TELEMETRY: "1",
       DISABLE_ERROR_REPORTING: "1",

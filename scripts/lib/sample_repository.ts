@@ -7,8 +7,7 @@
 const FILES: Record<string, string> = {
   "README.md": "# Sample project\n\nA small project for the local agent team to work on.\n",
   "NOTES.md": "# Notes\n\nThe team writes down here what it did and what comes next.\n",
-  "src/greeting.js":
-    'export function greet(name) {\n  return `Hello, ${name}!`;\n}\n',
+  "src/greeting.js": "export function greet(name) {\n  return `Hello, ${name}!`;\n}\n",
   "test/greeting.test.js": 'import { greet } from "../src/greeting.js";\n\n' +
     'if (greet("team") !== "Hello, team!") throw new Error("greet is broken");\n',
 };

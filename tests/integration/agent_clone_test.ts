@@ -34,7 +34,10 @@ Deno.test("agent clones push, rebase and count a real conflict", async (t) => {
 
   await t.step("a session's leftovers are committed as the agent and pushed", async () => {
     const before = await builder.head();
-    await Deno.writeTextFile(`${builder.dir}/src/extra.js`, "export const a = 1;\nexport const b = 2;\n");
+    await Deno.writeTextFile(
+      `${builder.dir}/src/extra.js`,
+      "export const a = 1;\nexport const b = 2;\n",
+    );
     assert.ok(await builder.commitLeftovers("Add extra"));
     const result = await builder.publish(before);
     assert.equal(result.pushed.length, 1);
@@ -42,8 +45,10 @@ Deno.test("agent clones push, rebase and count a real conflict", async (t) => {
       { subject: result.pushed[0]!.subject, added: result.pushed[0]!.added },
       { subject: "Add extra", added: 2 },
     );
-    assert.equal(await git(remote, "log", "-1", "--format=%an <%ae>", "main"),
-      "builder <builder@agents.vm-agent.invalid>");
+    assert.equal(
+      await git(remote, "log", "-1", "--format=%an <%ae>", "main"),
+      "builder <builder@agents.vm-agent.invalid>",
+    );
     assert.equal(await builder.commitLeftovers("nothing"), undefined);
   });
 
@@ -56,26 +61,32 @@ Deno.test("agent clones push, rebase and count a real conflict", async (t) => {
     assert.equal(await git(remote, "rev-list", "--count", "main"), "3");
   });
 
-  await t.step("the same lines changed by two agents: conflict counted, rebase aborted", async () => {
-    await builder.update();
-    await reviewer.update();
-    await Deno.writeTextFile(`${builder.dir}/NOTES.md`, "# Notes\n\nbuilder: one\n");
-    await Deno.writeTextFile(`${reviewer.dir}/NOTES.md`, "# Notes\n\nreviewer: two\n");
-    await builder.commitLeftovers("builder notes");
-    assert.equal((await builder.publish()).pushed.length, 1);
-    await reviewer.commitLeftovers("reviewer notes");
-    const result = await reviewer.publish();
-    assert.deepEqual(result.conflict, ["NOTES.md"]);
-    assert.equal(result.failures, 1);
-    assert.equal(result.pushed.length, 0);
-    assert.equal(await git(reviewer.dir, "status", "--porcelain"), "", "the rebase was aborted");
-  });
+  await t.step(
+    "the same lines changed by two agents: conflict counted, rebase aborted",
+    async () => {
+      await builder.update();
+      await reviewer.update();
+      await Deno.writeTextFile(`${builder.dir}/NOTES.md`, "# Notes\n\nbuilder: one\n");
+      await Deno.writeTextFile(`${reviewer.dir}/NOTES.md`, "# Notes\n\nreviewer: two\n");
+      await builder.commitLeftovers("builder notes");
+      assert.equal((await builder.publish()).pushed.length, 1);
+      await reviewer.commitLeftovers("reviewer notes");
+      const result = await reviewer.publish();
+      assert.deepEqual(result.conflict, ["NOTES.md"]);
+      assert.equal(result.failures, 1);
+      assert.equal(result.pushed.length, 0);
+      assert.equal(await git(reviewer.dir, "status", "--porcelain"), "", "the rebase was aborted");
+    },
+  );
 
   await t.step("the next session resolves it: markers left → still a conflict", async () => {
     assert.deepEqual(await reviewer.startConflictRebase(), ["NOTES.md"]);
     assert.equal(await reviewer.finishConflictRebase(), false);
     assert.deepEqual(await reviewer.startConflictRebase(), ["NOTES.md"]);
-    await Deno.writeTextFile(`${reviewer.dir}/NOTES.md`, "# Notes\n\nbuilder: one\nreviewer: two\n");
+    await Deno.writeTextFile(
+      `${reviewer.dir}/NOTES.md`,
+      "# Notes\n\nbuilder: one\nreviewer: two\n",
+    );
     assert.equal(await reviewer.finishConflictRebase(), true);
     const result = await reviewer.publish();
     assert.equal(result.pushed.length, 1);
@@ -111,9 +122,14 @@ Deno.test("GIT_TOKEN reaches git through the credential helper and is written no
   const out = new TextDecoder().decode((await fill.output()).stdout);
   assert.match(out, new RegExp(`^password=${token}$`, "m"));
   assert.match(out, /^username=x-access-token$/m);
-  assert.doesNotMatch(JSON.stringify(gitEnvironment("lead", { GIT_TOKEN: token })), new RegExp(token));
+  assert.doesNotMatch(
+    JSON.stringify(gitEnvironment("lead", { GIT_TOKEN: token })),
+    new RegExp(token),
+  );
 
-  const local = clone(root, await ensureSampleRepository(`${root}/o.git`), "lead", { GIT_TOKEN: token });
+  const local = clone(root, await ensureSampleRepository(`${root}/o.git`), "lead", {
+    GIT_TOKEN: token,
+  });
   await local.ensure();
   for await (const file of walk(root)) {
     assert.doesNotMatch(await Deno.readTextFile(file).catch(() => ""), new RegExp(token), file);

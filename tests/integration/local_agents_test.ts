@@ -26,7 +26,9 @@ const SESSION_MS = 60_000;
 async function git(cwd: string, ...args: string[]): Promise<string> {
   const out = await new Deno.Command("git", { args, cwd, stdout: "piped", stderr: "piped" })
     .output();
-  if (!out.success) throw new Error(`git ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
+  if (!out.success) {
+    throw new Error(`git ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
+  }
   return new TextDecoder().decode(out.stdout).trim();
 }
 
@@ -65,7 +67,9 @@ Deno.test("the real agent team through deno task start", async (t) => {
   const sessionCount = async (agent?: string) =>
     (await sessions()).filter((s) => !agent || s.agent === agent).length;
   const waitForSessions = (n: number, agent?: string) =>
-    eventually(async () => (await sessionCount(agent)) >= n || undefined, { timeoutMs: SESSION_MS });
+    eventually(async () => (await sessionCount(agent)) >= n || undefined, {
+      timeoutMs: SESSION_MS,
+    });
   const chat = async (agent: string) =>
     (await db.sql<{ content: string }[]>`
       select content from public.agent_messages
@@ -73,65 +77,75 @@ Deno.test("the real agent team through deno task start", async (t) => {
       order by created_at`).map((m) => m.content);
   let remote = "";
 
-  await t.step("a project without a repository gets a seeded one; the team reports idle", async () => {
-    remote = await eventually(async () => {
-      const [p] = await db.sql`select repository_url from public.projects where id = ${projectId}`;
-      return p?.repository_url ?? undefined;
-    });
-    assert.match(await git(remote, "show", "main:README.md"), /Sample project/);
-    const agents = await eventually(async () => {
-      const rows = await db.sql<{ name: string; status: string }[]>`
+  await t.step(
+    "a project without a repository gets a seeded one; the team reports idle",
+    async () => {
+      remote = await eventually(async () => {
+        const [p] = await db
+          .sql`select repository_url from public.projects where id = ${projectId}`;
+        return p?.repository_url ?? undefined;
+      });
+      assert.match(await git(remote, "show", "main:README.md"), /Sample project/);
+      const agents = await eventually(async () => {
+        const rows = await db.sql<{ name: string; status: string }[]>`
         select name, status from public.project_agents where project_id = ${projectId}
         order by name`;
-      return rows.length === 3 ? rows : undefined;
-    });
-    assert.deepEqual(agents, [
-      { name: "builder", status: "idle" },
-      { name: "lead", status: "idle" },
-      { name: "reviewer", status: "idle" },
-    ]);
-    await new Promise((r) => setTimeout(r, 1_500));
-    assert.equal(await sessionCount(), 0, "no work, no session");
-  });
+        return rows.length === 3 ? [...rows] : undefined;
+      });
+      assert.deepEqual(agents, [
+        { name: "builder", status: "idle" },
+        { name: "lead", status: "idle" },
+        { name: "reviewer", status: "idle" },
+      ]);
+      await new Promise((r) => setTimeout(r, 1_500));
+      assert.equal(await sessionCount(), 0, "no work, no session");
+    },
+  );
 
-  await t.step("a message to the lead: one session, its work committed as lead and pushed", async () => {
-    await say("Add a greeting to `src/hello.txt`");
-    await waitForSessions(1);
-    const [session] = await sessions();
-    assert.equal(session!.agent, "lead");
-    assert.equal(session!.exit_status, "0");
-    assert.match(session!.session_id, /^[0-9a-f-]{36}$/);
-    assert.ok(Number(session!.input_tokens) > 0 && Number(session!.output_tokens) > 0);
-    assert.ok(Number(session!.cost_usd) > 0);
-    const head = await eventually(async () => {
-      const sha = await git(remote, "rev-parse", "main");
-      const author = await git(remote, "log", "-1", "--format=%an", "main");
-      return author === "lead" ? sha : undefined;
-    });
-    assert.match(await git(remote, "show", "main:src/hello.txt"), /^lead: Add a greeting/m);
-    const pushed = await eventually(async () => {
-      const [a] = await db.sql`
+  await t.step(
+    "a message to the lead: one session, its work committed as lead and pushed",
+    async () => {
+      await say("Add a greeting to `src/hello.txt`");
+      await waitForSessions(1);
+      const [session] = await sessions();
+      assert.equal(session!.agent, "lead");
+      assert.equal(session!.exit_status, "0");
+      assert.match(session!.session_id, /^[0-9a-f-]{36}$/);
+      assert.ok(Number(session!.input_tokens) > 0 && Number(session!.output_tokens) > 0);
+      assert.ok(Number(session!.cost_usd) > 0);
+      const head = await eventually(async () => {
+        const sha = await git(remote, "rev-parse", "main");
+        const author = await git(remote, "log", "-1", "--format=%an", "main");
+        return author === "lead" ? sha : undefined;
+      });
+      assert.match(await git(remote, "show", "main:src/hello.txt"), /^lead: Add a greeting/m);
+      const pushed = await eventually(async () => {
+        const [a] = await db.sql`
         select details from public.audit_events
         where project_id = ${projectId} and action = 'commit_pushed' and agent = 'lead'`;
-      return a?.details;
-    });
-    assert.equal(pushed.commit, head);
-    const [productivity] = await db.sql`
+        return a?.details;
+      });
+      assert.equal(pushed.commit, head);
+      const [productivity] = await db.sql`
       select commits, lines_added from public.productivity_metrics
       where project_id = ${projectId} and agent = 'lead'`;
-    assert.equal(productivity!.commits, 1);
-    assert.ok(productivity!.lines_added >= 1);
-    assert.match((await eventually(async () => (await chat("lead"))[0]))!, /^Done: /);
-  });
+      assert.equal(productivity!.commits, 1);
+      assert.ok(productivity!.lines_added >= 1);
+      assert.match((await eventually(async () => (await chat("lead"))[0]))!, /^Done: /);
+    },
+  );
 
   await t.step("@builder reaches the builder; the lead hands work to the reviewer", async () => {
     await say("@builder write `src/built.txt`");
     await say("Please ask @reviewer to check `docs/review.md`");
     await waitForSessions(1, "builder");
     await waitForSessions(1, "reviewer");
-    await eventually(async () =>
-      /reviewer: /.test(await git(remote, "show", "main:docs/review.md").catch(() => "")) ||
-      undefined, { timeoutMs: SESSION_MS });
+    await eventually(
+      async () =>
+        /reviewer: /.test(await git(remote, "show", "main:docs/review.md").catch(() => "")) ||
+        undefined,
+      { timeoutMs: SESSION_MS },
+    );
     assert.match(await git(remote, "show", "main:src/built.txt"), /^builder: /m);
     assert.ok((await chat("lead")).some((m) => /^@reviewer /m.test(m)));
     // Three messages and one handed-on task, each completed once its session ended.
@@ -144,21 +158,24 @@ Deno.test("the real agent team through deno task start", async (t) => {
     assert.equal(tasks.assigned, 4);
   });
 
-  await t.step("two agents change the same lines: a real conflict, resolved next session", async () => {
-    await say("@builder note the plan");
-    await say("@reviewer note the review");
-    const sync = await eventually(async () => {
-      const [r] = await db.sql`
+  await t.step(
+    "two agents change the same lines: a real conflict, resolved next session",
+    async () => {
+      await say("@builder note the plan");
+      await say("@reviewer note the review");
+      const sync = await eventually(async () => {
+        const [r] = await db.sql`
         select sum(conflicts_detected)::int as detected, sum(conflicts_resolved)::int as resolved
         from public.git_sync_reports where project_id = ${projectId}`;
-      return r && r.resolved >= 1 ? r : undefined;
-    }, { timeoutMs: SESSION_MS });
-    assert.equal(sync.detected, 1);
-    const notes = await git(remote, "show", "main:NOTES.md");
-    assert.match(notes, /^builder: note the plan$/m);
-    assert.match(notes, /^reviewer: note the review$/m);
-    assert.doesNotMatch(notes, /^(<<<<<<<|=======|>>>>>>>)/m);
-  });
+        return r && r.resolved >= 1 ? r : undefined;
+      }, { timeoutMs: SESSION_MS });
+      assert.equal(sync.detected, 1);
+      const notes = await git(remote, "show", "main:NOTES.md");
+      assert.match(notes, /^builder: note the plan$/m);
+      assert.match(notes, /^reviewer: note the review$/m);
+      assert.doesNotMatch(notes, /^(<<<<<<<|=======|>>>>>>>)/m);
+    },
+  );
 
   await t.step("a force push waits for a person; rejected, the CLI is told no", async () => {
     await say("@builder run `git push --force origin HEAD:main`");
@@ -174,9 +191,13 @@ Deno.test("the real agent team through deno task start", async (t) => {
       risk: "high",
       agent: "builder",
     });
-    await asMember((tx) => tx`select public.decide_approval(${approval.id}, 'rejected', 'No rewrites')`);
-    const answer = await eventually(async () =>
-      (await chat("builder")).find((m) => m.includes("Could not run")), { timeoutMs: SESSION_MS });
+    await asMember((tx) =>
+      tx`select public.decide_approval(${approval.id}, 'rejected', 'No rewrites')`
+    );
+    const answer = await eventually(
+      async () => (await chat("builder")).find((m) => m.includes("Could not run")),
+      { timeoutMs: SESSION_MS },
+    );
     assert.match(answer!, /No rewrites/);
     const outcome = await eventually(async () => {
       const [a] = await db.sql`select outcome from public.approvals where id = ${approval.id}`;
@@ -185,48 +206,62 @@ Deno.test("the real agent team through deno task start", async (t) => {
     assert.equal(outcome, "skipped");
   });
 
-  await t.step("a COORDINATION.md rule: approved, the command runs and is acknowledged", async () => {
-    await asMember((tx) =>
-      tx`select public.save_persona_file(${projectId}, 'COORDINATION.md',
+  await t.step(
+    "a COORDINATION.md rule: approved, the command runs and is acknowledged",
+    async () => {
+      await asMember((tx) =>
+        tx`select public.save_persona_file(${projectId}, 'COORDINATION.md',
         ${"# How we work\n\n## Requires approval\n- touch *\n"})`
-    );
-    await eventually(async () => {
-      const [c] = await db.sql`select status from public.vm_commands
+      );
+      await eventually(async () => {
+        const [c] = await db.sql`select status from public.vm_commands
         where project_id = ${projectId} and type = 'update_persona_files'`;
-      return c?.status === "succeeded" || undefined;
-    });
-    await say("@reviewer run `touch approved.txt`");
-    const approval = await eventually(async () => {
-      const [a] = await db.sql`
+        return c?.status === "succeeded" || undefined;
+      });
+      const reviewerSessions = await sessionCount("reviewer");
+      await say("@reviewer run `touch approved.txt`");
+      const approval = await eventually(async () => {
+        const [a] = await db.sql`
         select id, action from public.approvals
         where project_id = ${projectId} and status = 'pending'`;
-      return a;
-    }, { timeoutMs: SESSION_MS });
-    assert.equal(approval.action, "run_command");
-    await asMember((tx) => tx`select public.decide_approval(${approval.id}, 'approved')`);
-    const outcome = await eventually(async () => {
-      const [a] = await db.sql`select outcome from public.approvals where id = ${approval.id}`;
-      return a?.outcome ?? undefined;
-    }, { timeoutMs: SESSION_MS });
-    assert.equal(outcome, "executed");
-    await eventually(async () =>
-      (await git(remote, "ls-tree", "--name-only", "main")).split("\n").includes("approved.txt") ||
-      undefined, { timeoutMs: SESSION_MS });
-  });
+        return a;
+      }, { timeoutMs: SESSION_MS });
+      assert.equal(approval.action, "run_command");
+      await asMember((tx) => tx`select public.decide_approval(${approval.id}, 'approved')`);
+      const outcome = await eventually(async () => {
+        const [a] = await db.sql`select outcome from public.approvals where id = ${approval.id}`;
+        return a?.outcome ?? undefined;
+      }, { timeoutMs: SESSION_MS });
+      assert.equal(outcome, "executed");
+      await eventually(
+        async () =>
+          (await git(remote, "ls-tree", "--name-only", "main")).split("\n").includes(
+            "approved.txt",
+          ) ||
+          undefined,
+        { timeoutMs: SESSION_MS },
+      );
+      await waitForSessions(reviewerSessions + 1, "reviewer");
+    },
+  );
 
   await t.step("stop_agents interrupts a session; start_agents lets work run again", async () => {
     const before = await sessionCount("reviewer");
-    await say("@reviewer run `sleep 120`");
+    await say("@reviewer run `timeout 120 tail -f /dev/null`");
     await eventually(async () => {
-      const [a] = await db.sql`select status from public.project_agents
+      const [a] = await db.sql`select status, current_task from public.project_agents
         where project_id = ${projectId} and name = 'reviewer'`;
-      return a?.status === "active" || undefined;
+      return (a?.status === "active" && /tail -f/.test(a.current_task)) || undefined;
     }, { timeoutMs: SESSION_MS });
+    // Well into the session: the model has answered and the command runs.
+    await new Promise((r) => setTimeout(r, 2_000));
     await asMember((tx) =>
       tx`select public.queue_vm_command(${projectId}, 'stop_agents', '{"agents": ["reviewer"]}')`
     );
     await waitForSessions(before + 1, "reviewer");
-    assert.equal((await sessions()).at(-1)!.exit_status, "interrupted");
+    const cut = (await sessions()).filter((s) => s.agent === "reviewer").at(-1)!;
+    assert.equal(cut.exit_status, "interrupted");
+    assert.ok(Number(cut.cost_usd) > 0, "the CLI's result on SIGINT carries the cost so far");
     await eventually(async () => {
       const [r] = await db.sql`select sum(drifted)::int as drifted from public.task_metrics
         where project_id = ${projectId} and agent = 'reviewer'`;

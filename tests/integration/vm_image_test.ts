@@ -50,15 +50,18 @@ Deno.test("the VM image: the agent and its team run from the built tree alone", 
     );
   });
 
-  await t.step("the unit runs what the recipe installed, and no program the image lacks", async () => {
-    const unit = await Deno.readTextFile(`${root}/etc/systemd/system/vm-agent.service`);
-    const exec = /^ExecStart=(.*)$/m.exec(unit)![1]!;
-    assert.match(exec, /--cached-only/);
-    assert.match(exec, /\/opt\/vm-agent\/scripts\/agent\.ts/);
-    assert.match(exec, /--claude \/usr\/local\/bin\/claude/);
-    assert.doesNotMatch(unit, /agent-team-ctl|--hook/);
-    assert.match(unit, /^Environment=DENO_DIR=\/opt\/vm-agent\/deno-dir$/m);
-  });
+  await t.step(
+    "the unit runs what the recipe installed, and no program the image lacks",
+    async () => {
+      const unit = await Deno.readTextFile(`${root}/etc/systemd/system/vm-agent.service`);
+      const exec = /^ExecStart=(.*)$/m.exec(unit)![1]!;
+      assert.match(exec, /--cached-only/);
+      assert.match(exec, /\/opt\/vm-agent\/scripts\/agent\.ts/);
+      assert.match(exec, /--claude \/usr\/local\/bin\/claude/);
+      assert.doesNotMatch(unit, /agent-team-ctl|--hook/);
+      assert.match(unit, /^Environment=DENO_DIR=\/opt\/vm-agent\/deno-dir$/m);
+    },
+  );
 
   await t.step("started from the tree, offline, the agent reaches the stack", async () => {
     await using db = await createTestDatabase();
@@ -111,10 +114,15 @@ Deno.test("the VM image: the agent and its team run from the built tree alone", 
         return rows.length === 3 ? rows : undefined;
       }, { timeoutMs: 20_000 });
       assert.deepEqual(agents.map((a) => a.status), ["idle", "idle", "idle"]);
-    } finally {
+    } catch (error) {
       agent.kill("SIGTERM");
-      await agent.output();
+      const out = await agent.output();
+      throw new Error(
+        `${error}: the agent said ${new TextDecoder().decode(out.stderr).slice(-2_000)}`,
+      );
     }
+    agent.kill("SIGTERM");
+    await agent.output();
   });
   await Deno.remove(root, { recursive: true });
 });

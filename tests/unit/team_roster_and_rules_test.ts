@@ -61,7 +61,8 @@ Deno.test("addressee() sends a leading @name to that agent and anything else to 
 
 Deno.test("handoffs() reads the lead's @name lines for teammates only", () => {
   const roster = parseRoster(AGENTS_MD, "m");
-  const answer = "Planned.\n@builder write `src/a.js`\n@lead not me\n@nobody x\n@reviewer: check it";
+  const answer =
+    "Planned.\n@builder write `src/a.js`\n@lead not me\n@nobody x\n@reviewer: check it";
   assert.deepEqual(handoffs(answer, roster), [
     { agent: "builder", text: "write `src/a.js`" },
     { agent: "reviewer", text: "check it" },
@@ -78,7 +79,10 @@ Deno.test("systemPrompt() carries the persona files and names the agent and its 
   assert.match(text, /Builds things\./);
   assert.match(text, /Rebase\./);
   assert.doesNotMatch(text, /Plans and hands work on/);
-  assert.match(systemPrompt(roster[0]!, roster, { soul: "", coordination: "" }), /lead of the team\./);
+  assert.match(
+    systemPrompt(roster[0]!, roster, { soul: "", coordination: "" }),
+    /lead of the team\./,
+  );
 });
 
 Deno.test("taskPrompt() states the task, or the files of a conflict", () => {
@@ -90,7 +94,10 @@ Deno.test("taskPrompt() states the task, or the files of a conflict", () => {
     created_at: "",
     updated_at: "",
   };
-  assert.equal(taskPrompt({ ...base, kind: "work", text: "Do X" }, "main"), "Task t1 from user:\nDo X");
+  assert.equal(
+    taskPrompt({ ...base, kind: "work", text: "Do X" }, "main"),
+    "Task t1 from user:\nDo X",
+  );
   const conflict = taskPrompt({ ...base, kind: "conflict", text: "", files: ["a.md"] }, "dev");
   assert.match(conflict, /^Resolve the rebase conflict in these files:\n- a\.md$/m);
   assert.match(conflict, /origin\/dev/);
@@ -108,7 +115,13 @@ Deno.test("matchApprovalRule() holds force pushes and remote branch deletions by
       "GIT_TRACE=1 git push --force",
     ]
   ) assert.equal(matchApprovalRule(command, none)?.action, "git_force_push", command);
-  for (const command of ["git push origin --delete old", "git push origin :old", "git push -d origin x"]) {
+  for (
+    const command of [
+      "git push origin --delete old",
+      "git push origin :old",
+      "git push -d origin x",
+    ]
+  ) {
     assert.equal(matchApprovalRule(command, none)?.action, "git_delete_remote_branch", command);
   }
   for (const command of ["git push origin main", "echo git push -f", "git status", "ls -f"]) {
