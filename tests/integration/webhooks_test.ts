@@ -422,11 +422,12 @@ Deno.test("through `deno task start`: a new project's events reach the receiver 
   const { project_id } = ok<{ project_id: string }>(
     await vmApi(server).create(owner, org, { name: "Live" }),
   );
+  // The team's first report: its agents are idle, as a team without work is (degraded).
   const healthy = await eventually(
     async () =>
       await receiver.deliveries.find((d) =>
         d.type === "project.health_changed" && d.data.project_id === project_id &&
-        d.data.health === "healthy"
+        d.data.health === "degraded"
       ),
     { timeoutMs: 20_000 },
   );
