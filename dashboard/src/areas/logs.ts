@@ -1,9 +1,19 @@
 /** Logs: the VM's requests and its agents' audit events in one feed, filtered by severity. */
 import type { MountArea } from "../area.ts";
 import { newest } from "../data.ts";
+import { entryText } from "../entry_text.ts";
 import { badge, h, show, table, when } from "../ui.ts";
 
 const SEVERITIES = ["", "error", "warn", "info", "debug"];
+
+/** `agent: action` as the read model sums it up, the action told as entryText tells it. */
+function auditText(summary: string | null, details: unknown): string {
+  const [who, action] = (summary ?? "").includes(": ")
+    ? (summary ?? "").split(": ", 2) as [string, string]
+    : ["", summary ?? ""];
+  const text = entryText(action, details as Record<string, unknown> | null);
+  return who ? `${who}: ${text}` : text;
+}
 
 export const mountLogs: MountArea = (root, context) => {
   const { client, project } = context;
@@ -40,7 +50,12 @@ export const mountLogs: MountArea = (root, context) => {
           ["When", "Severity", "Source", "Entry"],
           rows.map((
             row,
-          ) => [when(row.occurred_at), badge(row.severity), row.source ?? "", row.summary ?? ""]),
+          ) => [
+            when(row.occurred_at),
+            badge(row.severity),
+            row.source ?? "",
+            row.source === "audit" ? auditText(row.summary, row.details) : row.summary ?? "",
+          ]),
           severity.value ? `The latest 100 ${severity.value} entries` : "The latest 100 entries",
         ),
       );

@@ -1,6 +1,7 @@
 /** Overview: what happened to the project and what its agents did, newest first. */
 import type { MountArea } from "../area.ts";
 import { newest } from "../data.ts";
+import { entryText } from "../entry_text.ts";
 import { badge, h, show, table, when } from "../ui.ts";
 
 export const mountOverview: MountArea = (root, { client, project }) => {
@@ -15,7 +16,7 @@ export const mountOverview: MountArea = (root, { client, project }) => {
           ["When", "What", "Who", "Severity"],
           rows.map((row) => [
             when(row.occurred_at),
-            row.action ?? "",
+            entryText(row.action ?? "", row.details as Record<string, unknown> | null),
             row.agent ?? row.source ?? "",
             badge(row.severity),
           ]),

@@ -1,0 +1,38 @@
+/**
+ * One line a person reads for an activity or audit entry: the team's own entries (agent/team/)
+ * name what happened — the commit pushed with its subject and lines, the files of a conflict,
+ * what a session cost — instead of leaving it in a details blob nobody opens.
+ */
+type Details = Record<string, unknown> | null | undefined;
+
+const str = (v: unknown) => (typeof v === "string" ? v : "");
+const num = (v: unknown) => (typeof v === "number" ? v : 0);
+const files = (v: unknown) => (Array.isArray(v) ? v.map(String).join(", ") : "");
+
+export function entryText(action: string, details: Details): string {
+  const d = details ?? {};
+  switch (action) {
+    case "commit_pushed":
+      if (!str(d.commit)) return action;
+      return `pushed ${str(d.commit).slice(0, 7)} "${str(d.subject)}" to ${str(d.branch)} ` +
+        `(+${num(d.lines_added)} −${num(d.lines_removed)})`;
+    case "rebase_conflict":
+      return `conflict with what others pushed to ${str(d.branch)}: ${files(d.files)}`;
+    case "conflict_resolved":
+      return `resolved the conflict in ${files(d.files)}`;
+    case "conflict_unresolved":
+      return `left conflict markers in ${files(d.files)}; trying again`;
+    case "push_failed":
+      return `push to ${str(d.branch)} failed: ${str(d.error)}`;
+    case "session_started":
+      return `session started (${str(d.model)})`;
+    case "session_completed":
+      return `session completed in ${num(d.turns)} turns, $${num(d.cost_usd).toFixed(4)}`;
+    case "session_failed":
+      return `session failed: ${str(d.error)}`;
+    case "session_cut":
+      return `session cut (${str(d.exit_status)})`;
+    default:
+      return action;
+  }
+}
