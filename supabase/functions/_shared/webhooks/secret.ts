@@ -5,9 +5,6 @@
  */
 import { base64, decodeBase64 } from "../base64.ts";
 
-// Where scripts/bench.ts seals its endpoints' secrets from.
-export { encryptSecret } from "../sealing.ts";
-
 const PREFIX = "whsec_";
 
 export function newWebhookSecret(): string {
