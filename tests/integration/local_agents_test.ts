@@ -276,6 +276,31 @@ Deno.test("the real agent team through deno task start", async (t) => {
     await waitForSessions(before + 2, "reviewer");
   });
 
+  await t.step("restart_agents interrupts a session and the next cycle goes on", async () => {
+    const before = await sessionCount("builder");
+    await say("@builder run `timeout 120 tail -f /dev/null`");
+    await eventually(async () => {
+      const [a] = await db.sql`select status, current_task from public.project_agents
+        where project_id = ${projectId} and name = 'builder'`;
+      return (a?.status === "active" && /tail -f/.test(a.current_task)) || undefined;
+    }, { timeoutMs: SESSION_MS });
+    await say("@builder write `after-restart.md`");
+    await asMember((tx) =>
+      tx`select public.queue_vm_command(${projectId}, 'restart_agents', '{"agents": ["builder"]}')`
+    );
+    // The cut session, then the next task without a start_agents.
+    await waitForSessions(before + 2, "builder");
+    const mine = (await sessions()).filter((s) => s.agent === "builder");
+    assert.equal(mine.at(-2)!.exit_status, "interrupted");
+    assert.equal(mine.at(-1)!.exit_status, "0");
+    await eventually(
+      async () =>
+        /builder: /.test(await git(remote, "show", "main:after-restart.md").catch(() => "")) ||
+        undefined,
+      { timeoutMs: SESSION_MS },
+    );
+  });
+
   await t.step("the agents stop reporting once the VM is stopped", async () => {
     assert.equal((await api.call(user, { action: "stop", project_id: projectId })).status, 200);
     await eventually(async () => {
