@@ -68,6 +68,7 @@ as $$
     ('invalid_project_id', 400),
     ('invalid_state_transition', 400),
     ('active_project_limit_reached', 400),
+    ('budget_exceeded', 400),
     ('report_rejected', 400),
     ('invalid_token', 401),
     ('token_expired', 401),

@@ -51,7 +51,32 @@ create table public.projects (
   -- The manifest's revision: moves on every change of the repository or of a secret, whoever
   -- makes it (triggers, 17_repository_secrets.sql).
   manifest_revision bigint not null default 1
-    constraint projects_manifest_revision_check check (manifest_revision >= 1)
+    constraint projects_manifest_revision_check check (manifest_revision >= 1),
+  -- Cost control (contract §12, 18_cost_control.sql). Stopped by the platform after this many
+  -- minutes without activity; null: never.
+  idle_stop_minutes integer default 60
+    constraint projects_idle_stop_minutes_check check (idle_stop_minutes between 1 and 10080),
+  -- {timezone, start, stop}: 5-field cron expressions (or null) in an IANA time zone, checked by
+  -- vm-api (croner); null: no schedule.
+  schedule jsonb constraint projects_schedule_check check (
+    jsonb_typeof(schedule) = 'object'
+    and schedule ?& array['timezone', 'start', 'stop']
+    and jsonb_typeof(schedule -> 'timezone') = 'string'
+    and jsonb_typeof(schedule -> 'start') in ('string', 'null')
+    and jsonb_typeof(schedule -> 'stop') in ('string', 'null')
+  ),
+  -- The next instants the schedule starts and stops the project, computed in the functions (the
+  -- schedule's time zone, daylight saving included) when it is set and after each firing.
+  next_scheduled_start_at timestamptz,
+  next_scheduled_stop_at timestamptz,
+  -- The monthly cap on the project's model and compute cost; null: no cap.
+  monthly_budget_usd numeric(12, 2)
+    constraint projects_monthly_budget_usd_check check (monthly_budget_usd > 0),
+  budget_alert_percent integer not null default 80
+    constraint projects_budget_alert_percent_check check (budget_alert_percent between 1 and 99),
+  -- Why the project was last stopped: user, idle, schedule or budget.
+  last_stop_reason text constraint projects_last_stop_reason_check
+    check (last_stop_reason in ('user', 'idle', 'schedule', 'budget'))
 );
 
 comment on column public.projects.is_transitional is
@@ -72,6 +97,19 @@ create index projects_organization_id_status_idx on public.projects (organizatio
 -- What the reconciler watches: projects waiting for the platform, oldest change first.
 create index projects_transitional_idx on public.projects (status_changed_at)
   where is_transitional;
+
+-- What the schedules have due (18_cost_control.sql).
+create index projects_next_scheduled_start_idx on public.projects (next_scheduled_start_at)
+  where next_scheduled_start_at is not null;
+
+create index projects_next_scheduled_stop_idx on public.projects (next_scheduled_stop_at)
+  where next_scheduled_stop_at is not null;
+
+-- Schedules whose next instants are not planned yet (set by an operator's own UPDATE).
+create index projects_schedule_unplanned_idx on public.projects (id)
+  where schedule is not null
+    and ((schedule ->> 'start') is not null and next_scheduled_start_at is null
+      or (schedule ->> 'stop') is not null and next_scheduled_stop_at is null);
 
 alter table public.projects enable row level security;
 

@@ -320,8 +320,74 @@ end;
 $$;
 
 /**
- * The user-requested transitions: membership, the conditional status update, activity and
- * the compute operation, atomically. Returns {project_id, status, operation}.
+ * A status transition, user- or platform-requested: the conditional status update (so of
+ * concurrent requests only one wins), the activity entry and the compute operation, atomically.
+ * `p_reason` (user, idle, schedule, budget) is what project.status_changed tells and, for a stop,
+ * the project's last_stop_reason. With `p_lease_seconds` the operation is claimed for the caller,
+ * who sends it right after the commit (a user's action); without, it is due now for the
+ * reconciler to send (the platform's own, paced like every operation the reconciler sends). A
+ * start forgets a stop_agents the platform queued with an earlier stop and the VM never
+ * collected, so the restarted team is not stopped by it. Returns the operation's id, or null
+ * when the project's status is not one of `p_allowed_from` (nothing done).
+ */
+create or replace function private.transition_project(
+  p_project_id uuid,
+  p_allowed_from text[],
+  p_to text,
+  p_action text,
+  p_operation text,
+  p_force boolean,
+  p_details jsonb,
+  p_reason text,
+  p_lease_seconds integer
+) returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_moved integer;
+  v_operation_id uuid;
+begin
+  -- Read by private.project_events for this statement's project.status_changed.
+  perform set_config('vm_service.transition_reason', p_reason, true);
+  update public.projects
+    set status = p_to,
+        health_status = case when p_to = 'starting' then 'initializing' else health_status end,
+        last_stop_reason = case when p_to = 'stopping' then p_reason else last_stop_reason end
+    where id = p_project_id and status = any (p_allowed_from);
+  get diagnostics v_moved = row_count;
+  perform set_config('vm_service.transition_reason', '', true);
+  if v_moved = 0 then
+    return null;
+  end if;
+
+  perform private.record_activity(p_project_id, format('vm_%s_requested', p_action), p_details);
+  if p_to = 'starting' then
+    update public.vm_commands
+      set status = 'expired', completed_at = now(),
+          error = 'The project was started again before the VM collected the command'
+      where project_id = p_project_id and type = 'stop_agents' and created_by is null
+        and status = 'queued';
+  end if;
+  if p_lease_seconds is not null then
+    return private.supersede_and_claim_vm_operation(
+      p_project_id, p_operation, p_force, p_lease_seconds);
+  end if;
+  update private.vm_operations set state = 'superseded'
+    where project_id = p_project_id and state in ('pending', 'submitted');
+  insert into private.vm_operations (project_id, kind, force)
+    values (p_project_id, p_operation, p_force)
+    returning id into v_operation_id;
+  return v_operation_id;
+end;
+$$;
+
+/**
+ * The user-requested transitions: membership, the active project limit and the monthly budget
+ * for a start, then the transition (private.transition_project), its operation claimed for the
+ * caller. Returns {project_id, status, operation}.
  */
 create or replace function private.request_transition(
   p_project_id uuid,
@@ -350,14 +416,12 @@ begin
     from public.projects where id = p_project_id;
   if p_to = 'starting' and v_current = 'stopped' then
     perform private.assert_active_project_capacity(v_organization_id, p_active_limit);
+    perform private.assert_within_budget(p_project_id);
   end if;
 
-  update public.projects
-    set status = p_to,
-        health_status = case when p_to = 'starting' then 'initializing' else health_status end
-    where id = p_project_id and status = any (p_allowed_from)
-    returning status into v_current;
-  if not found then
+  v_operation_id := private.transition_project(p_project_id, p_allowed_from, p_to, p_action,
+    p_operation, p_force, p_details, 'user', p_lease_seconds);
+  if v_operation_id is null then
     select status into v_current from public.projects where id = p_project_id;
     perform private.raise_error('invalid_state_transition', format(
       'Cannot %s a project that is %s: %s needs status %s.',
@@ -365,9 +429,6 @@ begin
     ));
   end if;
 
-  perform private.record_activity(p_project_id, format('vm_%s_requested', p_action), p_details);
-  v_operation_id := private.supersede_and_claim_vm_operation(
-    p_project_id, p_operation, p_force, p_lease_seconds);
   return jsonb_build_object(
     'project_id', p_project_id, 'status', p_to,
     'operation', private.operation_json(v_operation_id)
@@ -435,7 +496,8 @@ grant execute on function private.vm_create(uuid, text, text, text, text, text, 
   to authenticated;
 
 /**
- * start: from stopped, within the organization's active project limit.
+ * start: from stopped, within the organization's active project limit and the project's monthly
+ * budget (private.assert_within_budget, 18_cost_control.sql).
  */
 create or replace function private.vm_start(
   p_project_id uuid,
@@ -636,9 +698,10 @@ $$;
 grant execute on function private.record_stuck_projects(integer) to service_role;
 
 /**
- * status: the project, its health and its five latest activities, read by one statement (its
- * plan cached per connection): membership, project and activity together cost less than three
- * statements and a nested SECURITY DEFINER call. A caller who is not a member, or a project
+ * status: the project, its health, its cost control settings and month-to-date cost
+ * (public.month_to_date_costs, 18_cost_control.sql) and its five latest activities, read by one
+ * statement (its plan cached per connection): membership, project and activity together cost
+ * less than three statements and a nested SECURITY DEFINER call. A caller who is not a member, or a project
  * that does not exist, is VA403.
  */
 create or replace function private.vm_status(p_project_id uuid, p_stuck_after_seconds integer)
@@ -667,7 +730,22 @@ begin
       'status_changed_at', p.status_changed_at,
       'last_error', p.last_error,
       'stuck', p.is_transitional
-        and p.status_changed_at < now() - make_interval(secs => p_stuck_after_seconds)
+        and p.status_changed_at < now() - make_interval(secs => p_stuck_after_seconds),
+      'idle_stop_minutes', p.idle_stop_minutes,
+      'schedule', p.schedule,
+      'next_scheduled_start_at', p.next_scheduled_start_at,
+      'next_scheduled_stop_at', p.next_scheduled_stop_at,
+      'monthly_budget_usd', p.monthly_budget_usd,
+      'budget_alert_percent', p.budget_alert_percent,
+      'last_stop_reason', p.last_stop_reason,
+      'month_to_date_cost_usd', m.total_usd,
+      'month_to_date', jsonb_build_object(
+        'month', to_char(m.month, 'YYYY-MM'),
+        'model_usd', m.model_usd,
+        'compute_usd', m.compute_usd,
+        'compute_hours', m.compute_hours,
+        'vm_usd_per_hour', m.vm_usd_per_hour
+      )
     ),
     'recent_activity', coalesce((
       select jsonb_agg(jsonb_build_object(
@@ -683,6 +761,7 @@ begin
   )
   into v_status
   from public.projects p
+  join public.month_to_date_costs m on m.project_id = p.id
   where p.id = p_project_id
     and exists (
       select 1 from public.project_members m

@@ -47,7 +47,8 @@ create table public.events (
   type text not null check (type in (
     'project.created', 'project.status_changed', 'project.health_changed', 'project.stuck',
     'project.operation_failed', 'project.deleted', 'approval.requested', 'approval.decided',
-    'approval.expired', 'message.created', 'agents.silent', 'webhook.test'
+    'approval.expired', 'message.created', 'agents.silent', 'webhook.test',
+    'project.auto_stop_scheduled', 'budget.threshold_reached', 'budget.exceeded'
   )),
   organization_id uuid not null,
   -- No foreign key: a project's events outlive it (`project.deleted` is about a project gone).
@@ -93,9 +94,9 @@ grant select, insert, delete on public.events to service_role;
 -- -------------------------------------------------------------------------------------
 
 /**
- * project.created, project.status_changed, project.health_changed and project.deleted, from the
- * projects row itself: whatever changed it (vm-api, the reconciler, drift, a failed operation, a
- * health report), the event commits with the change.
+ * project.created, project.status_changed (with the change's `reason`), project.health_changed
+ * and project.deleted, from the projects row itself: whatever changed it (vm-api, the reconciler,
+ * drift, a failed operation, a health report, cost control), the event commits with the change.
  */
 create or replace function private.project_events()
 returns trigger
@@ -118,7 +119,11 @@ begin
       jsonb_build_object('organization_id', new.organization_id, 'project_id', new.id) || c.data
     from (values
       ('project.status_changed', old.status is distinct from new.status,
-       jsonb_build_object('previous_status', old.status, 'status', new.status)),
+       jsonb_build_object('previous_status', old.status, 'status', new.status,
+         -- Set by private.transition_project for the statement that makes the change (user,
+         -- idle, schedule, budget); any other change is the platform's.
+         'reason', coalesce(nullif(current_setting('vm_service.transition_reason', true), ''),
+                            'platform'))),
       ('project.health_changed', old.health_status is distinct from new.health_status,
        jsonb_build_object('previous_health', old.health_status, 'health', new.health_status))
     ) as c (type, changed, data)

@@ -94,7 +94,8 @@ begin
     where t not in (
       'project.created', 'project.status_changed', 'project.health_changed', 'project.stuck',
       'project.operation_failed', 'project.deleted', 'approval.requested', 'approval.decided',
-      'approval.expired', 'message.created', 'agents.silent'
+      'approval.expired', 'message.created', 'agents.silent', 'project.auto_stop_scheduled',
+      'budget.threshold_reached', 'budget.exceeded'
     )
   ) then
     perform private.raise_error('invalid_request', 'event_types holds an unknown event type');

@@ -131,9 +131,13 @@ create trigger projects_manifest_changed
 -- -------------------------------------------------------------------------------------
 
 /**
- * update: what `p_changes` holds of name, repository_url (null clears it) and repository_branch
- * changes; one `project_updated` activity entry names what changed. Owners and admins only.
- * Answers the project as `status` does.
+ * update: what `p_changes` holds of name, repository_url (null clears it), repository_branch and
+ * the cost control settings (contract §12: idle_stop_minutes, schedule with the next instants
+ * vm-api computed for it, monthly_budget_usd, budget_alert_percent; null clears the nullable
+ * ones); one `project_updated` activity entry names what changed. A change is the user's
+ * activity (it moves the idle deadline); a budget change is checked at once
+ * (private.enforce_budgets), so a budget set below this month's spend stops the project now.
+ * Owners and admins only. Answers the project as `status` does.
  */
 create or replace function private.vm_update(
   p_project_id uuid,
@@ -150,6 +154,10 @@ declare
   v_name text;
   v_url text;
   v_branch text;
+  v_idle integer;
+  v_schedule jsonb;
+  v_budget numeric;
+  v_percent integer;
   v_changed jsonb;
 begin
   perform private.require_project_admin(p_project_id);
@@ -158,18 +166,48 @@ begin
   v_url := case when p_changes ? 'repository_url' then p_changes ->> 'repository_url'
                 else v_before.repository_url end;
   v_branch := coalesce(p_changes ->> 'repository_branch', v_before.repository_branch);
+  v_idle := case when p_changes ? 'idle_stop_minutes'
+                 then (p_changes ->> 'idle_stop_minutes')::integer
+                 else v_before.idle_stop_minutes end;
+  v_schedule := case when p_changes ? 'schedule'
+                     then nullif(p_changes -> 'schedule', 'null'::jsonb)
+                     else v_before.schedule end;
+  v_budget := case when p_changes ? 'monthly_budget_usd'
+                   then (p_changes ->> 'monthly_budget_usd')::numeric
+                   else v_before.monthly_budget_usd end;
+  v_percent := coalesce((p_changes ->> 'budget_alert_percent')::integer,
+                        v_before.budget_alert_percent);
   select coalesce(jsonb_object_agg(c.field, c.value), '{}'::jsonb) into v_changed
   from (values
     ('name', to_jsonb(v_name), v_name is distinct from v_before.name),
     ('repository_url', to_jsonb(v_url), v_url is distinct from v_before.repository_url),
-    ('repository_branch', to_jsonb(v_branch), v_branch is distinct from v_before.repository_branch)
+    ('repository_branch', to_jsonb(v_branch), v_branch is distinct from v_before.repository_branch),
+    ('idle_stop_minutes', to_jsonb(v_idle), v_idle is distinct from v_before.idle_stop_minutes),
+    ('schedule', coalesce(v_schedule, 'null'::jsonb), v_schedule is distinct from v_before.schedule),
+    ('monthly_budget_usd', to_jsonb(v_budget),
+     v_budget is distinct from v_before.monthly_budget_usd),
+    ('budget_alert_percent', to_jsonb(v_percent),
+     v_percent is distinct from v_before.budget_alert_percent)
   ) as c (field, value, changed)
   where c.changed;
   if v_changed <> '{}'::jsonb then
     update public.projects
-      set name = v_name, repository_url = v_url, repository_branch = v_branch
+      set name = v_name, repository_url = v_url, repository_branch = v_branch,
+          idle_stop_minutes = v_idle, schedule = v_schedule,
+          next_scheduled_start_at = case when v_changed ? 'schedule'
+            then (p_changes ->> 'next_scheduled_start_at')::timestamptz
+            else next_scheduled_start_at end,
+          next_scheduled_stop_at = case when v_changed ? 'schedule'
+            then (p_changes ->> 'next_scheduled_stop_at')::timestamptz
+            else next_scheduled_stop_at end,
+          monthly_budget_usd = v_budget, budget_alert_percent = v_percent
       where id = p_project_id;
     perform private.record_activity(p_project_id, 'project_updated', v_changed);
+    update private.project_costs set last_activity_at = greatest(last_activity_at, now())
+      where project_id = p_project_id;
+    if v_changed ?| array['monthly_budget_usd', 'budget_alert_percent'] then
+      perform private.enforce_budgets(array[p_project_id], now());
+    end if;
   end if;
   return private.vm_status(p_project_id, p_stuck_after_seconds);
 end;

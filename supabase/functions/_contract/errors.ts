@@ -52,6 +52,13 @@ export const ERROR_CODES = {
     when: "Creating or starting would run more projects than the active project limit allows.",
     action: "Stop a project of the organization first (stopped projects do not count).",
   },
+  budget_exceeded: {
+    status: 400,
+    when: "Starting the project would spend past its monthly budget: this month's model and " +
+      "compute cost has reached `monthly_budget_usd` (the sentence names both amounts).",
+    action: "An owner or admin raises or removes the budget (vm-api `update`); otherwise the " +
+      "project can start again when the UTC month turns.",
+  },
   report_rejected: {
     status: 400,
     when: "The database refused a report's values (the sentence names the rule).",
