@@ -103,3 +103,83 @@ create table if not exists auth.refresh_tokens (
   updated_at timestamptz not null default now()
 );
 create index if not exists refresh_tokens_session_id_idx on auth.refresh_tokens (session_id);
+
+-- Supabase Realtime's schema, as its server's migrations leave it on every hosted project (Realtime
+-- owns it there; our migrations only add a trigger and policies): `realtime.messages`, partitioned
+-- by day on `inserted_at` (the rows Broadcast from Database sends and the probes that authorize a
+-- private channel), `realtime.send()` and `realtime.topic()`. The local Realtime server
+-- (scripts/lib/realtime/) reads the table by logical replication and keeps its partitions, as the
+-- hosted server's janitor does.
+create schema if not exists realtime;
+grant usage on schema realtime to anon, authenticated, service_role;
+
+create table if not exists realtime.messages (
+  topic text not null,
+  extension text not null,
+  payload jsonb,
+  event text,
+  private boolean default false,
+  updated_at timestamp without time zone not null default now(),
+  inserted_at timestamp without time zone not null default now(),
+  id uuid not null default gen_random_uuid(),
+  primary key (id, inserted_at)
+) partition by range (inserted_at);
+create index if not exists messages_inserted_at_topic_index
+  on realtime.messages (inserted_at desc, topic)
+  where extension = 'broadcast' and private is true;
+alter table realtime.messages enable row level security;
+grant select, insert, update on realtime.messages to anon, authenticated, service_role;
+
+-- The topic a join is being authorized for, set by the Realtime server (and by realtime.send) for
+-- the transaction: what policies on realtime.messages read.
+create or replace function realtime.topic() returns text
+language sql stable
+as $$
+  select nullif(current_setting('realtime.topic', true), '')::text;
+$$;
+
+-- Broadcast from Database: a message for the channel `topic`. Never fails its caller's
+-- transaction: an error (e.g. no partition for today) is a warning and the message is lost.
+create or replace function realtime.send(
+  payload jsonb, event text, topic text, private boolean default true
+) returns void
+language plpgsql
+as $$
+declare
+  generated_id uuid;
+  final_payload jsonb;
+begin
+  begin
+    generated_id := gen_random_uuid();
+    if payload ? 'id' then
+      final_payload := payload;
+    else
+      final_payload := jsonb_set(payload, '{id}', to_jsonb(generated_id));
+    end if;
+    execute format('SET LOCAL realtime.topic TO %L', topic);
+    insert into realtime.messages (id, payload, event, topic, private, extension)
+    values (generated_id, final_payload, event, topic, private, 'broadcast');
+  exception
+    when others then
+      raise warning 'WarnSendingBroadcastMessage: %', sqlerrm;
+  end;
+end;
+$$;
+
+grant execute on function realtime.topic(), realtime.send(jsonb, text, text, boolean)
+  to anon, authenticated, service_role;
+
+-- The days around today, as the hosted server creates them when it connects (yesterday to three
+-- days ahead); the local Realtime server keeps them so from then on.
+do $$
+declare
+  v_day date;
+begin
+  for v_day in select generate_series(current_date - 1, current_date + 3, interval '1 day')::date
+  loop
+    execute format(
+      'create table if not exists realtime.%I partition of realtime.messages for values from (%L) to (%L)',
+      'messages_' || to_char(v_day, 'YYYY_MM_DD'), v_day, v_day + 1);
+  end loop;
+end
+$$;

@@ -75,7 +75,13 @@ select 'policy ' || r.qname || '.' || quote_ident(pol.polname), concat_ws(' | ',
           left join pg_catalog.pg_roles rol on rol.oid = role_oid),
        pg_get_expr(pol.polqual, pol.polrelid), pg_get_expr(pol.polwithcheck, pol.polrelid),
        obj_description(pol.oid, 'pg_policy'))
-from pg_catalog.pg_policy pol join rels r on r.oid = pol.polrelid
+from pg_catalog.pg_policy pol
+join (select oid, qname from rels
+      union all
+      -- Ours too: the policies on Supabase Realtime's messages (the schema is the platform's).
+      select c.oid, format('%I.%I', n.nspname, c.relname)
+      from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = 'realtime') r on r.oid = pol.polrelid
 union all
 select 'type ' || format('%I.%I', own.nspname, t.typname), concat_ws(' | ', t.typtype,
        (select string_agg(e.enumlabel, ',' order by e.enumsortorder)

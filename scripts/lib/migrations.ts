@@ -31,7 +31,7 @@ export async function listMigrations(): Promise<Migration[]> {
   return migrations.sort((a, b) => a.version.localeCompare(b.version));
 }
 
-/** The Supabase base objects (roles, the auth schema) where they are missing: hosted has them all. */
+/** The Supabase base objects (roles, auth, realtime) where they are missing: hosted has them all. */
 export async function applyBaseObjects(
   sql: postgres.Sql,
   log: (line: string) => void = () => {},
@@ -39,9 +39,10 @@ export async function applyBaseObjects(
   const [{ has_base }] = await sql<[{ has_base: boolean }]>`
     select to_regclass('auth.refresh_tokens') is not null
        and exists (select 1 from pg_roles where rolname = 'authenticator')
-       and to_regnamespace('graphql_public') is not null as has_base`;
+       and to_regnamespace('graphql_public') is not null
+       and to_regclass('realtime.messages') is not null as has_base`;
   if (has_base) return;
-  log("creating the Supabase base objects (roles, auth schema)");
+  log("creating the Supabase base objects (roles, auth and realtime schemas)");
   await sql.unsafe(await Deno.readTextFile(baseFile));
 }
 

@@ -102,6 +102,11 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     "-c listen_addresses=127.0.0.1",
     "-c unix_socket_directories=''",
     "-c max_connections=200",
+    // Logical decoding, as hosted Supabase runs: the local Realtime server reads realtime.messages
+    // through a (temporary) replication slot per server process.
+    "-c wal_level=logical",
+    "-c max_wal_senders=40",
+    "-c max_replication_slots=40",
     ...(options.tls ? ["-c ssl=on"] : []),
     ...Object.entries(options.settings ?? {}).map(([name, value]) => `-c ${name}=${value}`),
   ].join(" ");
