@@ -23,7 +23,11 @@ create table public.webhook_endpoints (
   event_types text[] check (event_types is null or cardinality(event_types) between 1 and 20),
   enabled boolean not null default true,
   disabled_reason text,
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  -- What its deliveries look like: Standard Webhooks bodies, or Slack incoming-webhook messages
+  -- (`text` and Block Kit `blocks`, contract §13), with the same retries and address rules.
+  format text not null default 'standard' constraint webhook_endpoints_format_check
+    check (format in ('standard', 'slack'))
 );
 
 comment on table public.webhook_endpoints is
@@ -103,13 +107,17 @@ begin
 end;
 $$;
 
-/** create: a new endpoint of the organization, enabled, with its (encrypted) secret. */
+/**
+ * create: a new endpoint of the organization, enabled, with its (encrypted) secret, sending
+ * `p_format` bodies (standard or slack).
+ */
 create or replace function private.webhook_create(
   p_organization_id uuid,
   p_url text,
   p_event_types text[],
   p_description text,
-  p_secret_ciphertext bytea
+  p_secret_ciphertext bytea,
+  p_format text
 ) returns jsonb
 language plpgsql
 volatile
@@ -126,8 +134,9 @@ begin
     );
   end if;
   perform private.assert_event_types(p_event_types);
-  insert into public.webhook_endpoints (organization_id, url, event_types, description)
-    values (p_organization_id, p_url, p_event_types, p_description)
+  insert into public.webhook_endpoints (organization_id, url, event_types, description, format)
+    values (p_organization_id, p_url, p_event_types, p_description,
+            coalesce(p_format, 'standard'))
     returning id into v_id;
   insert into private.webhook_secrets (endpoint_id, secret_ciphertext)
     values (v_id, p_secret_ciphertext);
@@ -135,10 +144,10 @@ begin
 end;
 $$;
 
-grant execute on function private.webhook_create(uuid, text, text[], text, bytea) to authenticated;
+grant execute on function private.webhook_create(uuid, text, text[], text, bytea, text) to authenticated;
 
 /**
- * update: what is given changes. Enabling an endpoint clears why it was disabled and its failing
+ * update: what is given changes (URL, event types, description, format, enabled). Enabling an endpoint clears why it was disabled and its failing
  * clock; its pending deliveries are sent again from now.
  */
 create or replace function private.webhook_update(
@@ -166,6 +175,7 @@ begin
     description = case when p_changes ? 'description' then p_changes ->> 'description'
                        else description end,
     event_types = case when p_changes ? 'event_types' then v_event_types else event_types end,
+    format = coalesce(p_changes ->> 'format', format),
     enabled = coalesce((p_changes ->> 'enabled')::boolean, enabled),
     disabled_reason = case
       when (p_changes ->> 'enabled')::boolean is true then null
@@ -355,7 +365,8 @@ create trigger events_fan_out
  * endpoint (the endpoints' first due ones before anyone's second), oldest due first: each is
  * leased for `p_lease_seconds` and its attempt counted, so a concurrent sender skips it (SKIP
  * LOCKED now, the lease after commit). Answers what sending
- * needs: the endpoint, its secrets (ciphertext), the event.
+ * needs: the endpoint, its format, its secrets (ciphertext), the event, and the project's name
+ * (a Slack message names it).
  */
 create or replace function private.claim_webhook_deliveries(
   p_limit integer,
@@ -370,7 +381,9 @@ create or replace function private.claim_webhook_deliveries(
   event_type text,
   occurred_at timestamptz,
   data jsonb,
-  attempt integer
+  attempt integer,
+  format text,
+  project_name text
 )
 language plpgsql
 volatile
@@ -418,11 +431,12 @@ begin
   select c.id, c.endpoint_id, w.url,
     array_remove(array[s.secret_ciphertext,
       case when s.previous_expires_at > now() then s.previous_ciphertext end], null),
-    e.id, e.type, e.occurred_at, e.data, c.attempts
+    e.id, e.type, e.occurred_at, e.data, c.attempts, w.format, p.name
   from claimed c
   join public.webhook_endpoints w on w.id = c.endpoint_id
   join private.webhook_secrets s on s.endpoint_id = c.endpoint_id
-  join public.events e on e.id = c.event_id and e.occurred_at = c.event_occurred_at;
+  join public.events e on e.id = c.event_id and e.occurred_at = c.event_occurred_at
+  left join public.projects p on p.id = e.project_id;
 end;
 $$;
 

@@ -135,6 +135,11 @@ export const ERROR_CODES = {
     when: "No approval of this project has this id.",
     action: "Acknowledge only the approvals this VM asked for.",
   },
+  approval_link_not_found: {
+    status: 404,
+    when: "No approval link has this token (approval-links): mistyped, cut short, or never sent.",
+    action: "Open the approval in the dashboard, or use the whole link from the email.",
+  },
   secret_not_found: {
     status: 404,
     when: "The project has no secret of this name (`delete_secret`).",
@@ -184,6 +189,12 @@ export const ERROR_CODES = {
     status: 409,
     when: "A status is reported for a command this VM has not polled yet.",
     action: "Poll for commands (`/commands/poll`) first.",
+  },
+  approval_link_gone: {
+    status: 410,
+    when: "The approval link's approval is already decided or has expired (the sentence says " +
+      "which): a link decides only while its approval is pending.",
+    action: "Nothing to decide: read the approval's status in the dashboard.",
   },
   payload_too_large: {
     status: 413,
