@@ -10,6 +10,7 @@ import { loadConfig } from "../../supabase/functions/_shared/config.ts";
 import type { LogLevel } from "../../supabase/functions/_shared/log.ts";
 import {
   reconcileOnce,
+  type ReconcileOptions,
   type ReconcileReport,
 } from "../../supabase/functions/vm-reconciler/reconciler.ts";
 import {
@@ -20,6 +21,7 @@ import {
 import { createVmApi } from "../../supabase/functions/vm-api/handler.ts";
 import { createVmReconciler } from "../../supabase/functions/vm-reconciler/handler.ts";
 import { createWebhooksApi } from "../../supabase/functions/webhooks/handler.ts";
+import { createApprovalLinks } from "../../supabase/functions/approval-links/handler.ts";
 import { createVmReporter } from "../../supabase/functions/vm-reporter/handler.ts";
 import { createGateway } from "../../scripts/lib/gateway.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
@@ -32,9 +34,10 @@ export interface InProcessStack extends Endpoint, AsyncDisposable {
   output(): string;
   /**
    * One reconciler run, as `deno task start`'s loop (scripts/lib/reconcile_loop.ts) runs it every
-   * RECONCILE_INTERVAL_MS; a failure is thrown, not logged.
+   * RECONCILE_INTERVAL_MS; a failure is thrown, not logged. `options.now`: the instant cost
+   * control decides at (an injectable clock: no test waits for a schedule or an idle stop).
    */
-  reconcile(): Promise<ReconcileReport>;
+  reconcile(options?: ReconcileOptions): Promise<ReconcileReport>;
 }
 
 const ORIGIN = "http://127.0.0.1:54321";
@@ -79,6 +82,7 @@ export async function inProcess(
       "vm-reporter": createVmReporter(services),
       "vm-reconciler": createVmReconciler(services),
       webhooks: createWebhooksApi(services),
+      "approval-links": createApprovalLinks(services),
     },
   });
   const ready = services;
@@ -89,7 +93,13 @@ export async function inProcess(
     functionUrl: (name) => `${ORIGIN}/functions/v1/${name}`,
     fetch: async (request) => await gateway(request),
     output: () => lines.join("\n"),
-    reconcile: () => reconcileOnce({ ...ready, log: ready.log.with({ component: "reconciler" }) }),
+    reconcile: (options = {}) =>
+      reconcileOnce(
+        { ...ready, log: ready.log.with({ component: "reconciler" }) },
+        undefined,
+        undefined,
+        options,
+      ),
     async [Symbol.asyncDispose]() {
       await closeServices(ready);
       await Deno.remove(vmRoot, { recursive: true }).catch(() => {});

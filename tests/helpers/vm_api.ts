@@ -52,6 +52,33 @@ export interface Project {
   status_changed_at: string;
   last_error: string | null;
   stuck: boolean;
+  idle_stop_minutes: number | null;
+  schedule: { timezone: string; start: string | null; stop: string | null } | null;
+  next_scheduled_start_at: string | null;
+  next_scheduled_stop_at: string | null;
+  monthly_budget_usd: number | null;
+  budget_alert_percent: number;
+  last_stop_reason: "user" | "idle" | "schedule" | "budget" | null;
+  month_to_date_cost_usd: number;
+  month_to_date: {
+    month: string;
+    model_usd: number;
+    compute_usd: number;
+    compute_hours: number;
+    vm_usd_per_hour: number | null;
+    note?: string;
+  };
+}
+
+/**
+ * The project without its month-to-date cost, which grows by the second while it runs: for
+ * comparing two answers of one project.
+ */
+export function settled(
+  project: Project,
+): Omit<Project, "month_to_date" | "month_to_date_cost_usd"> {
+  const { month_to_date: _spend, month_to_date_cost_usd: _cost, ...rest } = project;
+  return rest;
 }
 
 export interface Activity {

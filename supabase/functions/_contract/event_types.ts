@@ -1,5 +1,5 @@
 /**
- * The event types of contract §8, by their pinned names: one list for the payload schemas
+ * The event types of contract §8 (and §12's), by their pinned names: one list for the payload schemas
  * (events.ts), the webhooks function's filters and the dashboard, which must not carry zod.
  */
 export const EVENT_TYPES = [
@@ -15,6 +15,9 @@ export const EVENT_TYPES = [
   "message.created",
   "agents.silent",
   "webhook.test",
+  "project.auto_stop_scheduled",
+  "budget.threshold_reached",
+  "budget.exceeded",
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -26,6 +26,8 @@ export const EVENT_DATA: Record<EventType, z.ZodObject> = {
     ...projectIds,
     previous_status: z.string(),
     status: z.string(),
+    reason: z.enum(["user", "idle", "schedule", "budget", "platform"])
+      .describe("Who moved it: a user's action, a cost control rule, or the platform"),
   }),
   "project.health_changed": z.object({
     ...projectIds,
@@ -63,6 +65,24 @@ export const EVENT_DATA: Record<EventType, z.ZodObject> = {
   }),
   "agents.silent": z.object({ ...projectIds, silent_since: at }),
   "webhook.test": z.object(ids),
+  "project.auto_stop_scheduled": z.object({
+    ...projectIds,
+    stops_at: at.describe("When the platform stops the project unless something happens first"),
+    reason: z.literal("idle"),
+    idle_stop_minutes: z.int(),
+    last_activity_at: at.describe("The activity the idle time is counted from"),
+  }),
+  "budget.threshold_reached": z.object({
+    ...projectIds,
+    percent: z.int().describe("The project's budget_alert_percent"),
+    month_to_date_usd: z.number(),
+    budget_usd: z.number(),
+  }),
+  "budget.exceeded": z.object({
+    ...projectIds,
+    month_to_date_usd: z.number(),
+    budget_usd: z.number(),
+  }),
 };
 
 /** The body of every delivery: Standard Webhooks' `{type, timestamp, data}`. */

@@ -72,6 +72,39 @@ export const deleteProject = action({
 
 const at = z.iso.datetime({ offset: true });
 
+// --- Cost control (contract §12) ----------------------------------------------------------------
+
+/** `{timezone, start, stop}`; vm-api checks the zone and the cron expressions themselves. */
+const schedule = z.object({
+  timezone: z.string({ error: "must be an IANA time zone name such as Europe/Paris" })
+    .min(1, { error: "must not be empty" })
+    .max(64, { error: "must be at most 64 characters" })
+    .describe("IANA time zone the expressions are read in, daylight saving included"),
+  start: z.string({ error: "must be a 5-field cron expression or null" })
+    .max(200, { error: "must be at most 200 characters" }).nullable().default(null)
+    .describe('5-field cron expression (e.g. "0 9 * * 1-5") at which a stopped project starts'),
+  stop: z.string({ error: "must be a 5-field cron expression or null" })
+    .max(200, { error: "must be at most 200 characters" }).nullable().default(null)
+    .describe('5-field cron expression (e.g. "0 17 * * 1-5") at which a running project stops'),
+}, { error: "must be an object {timezone, start, stop} or null" });
+
+const idleStopMinutes = z.int({ error: "must be a whole number of minutes, or null for never" })
+  .min(1, { error: "must be between 1 and 10080 (a week), or null for never" })
+  .max(10080, { error: "must be between 1 and 10080 (a week), or null for never" });
+
+const monthlyBudgetUsd = z.number({ error: "must be an amount in US dollars, or null for no cap" })
+  .positive({ error: "must be more than 0, or null for no cap" })
+  .max(1_000_000, { error: "must be at most 1000000" })
+  .refine((usd) => Math.abs(usd * 100 - Math.round(usd * 100)) < 1e-6, {
+    error: "must be in whole cents (e.g. 25 or 12.50)",
+  });
+
+const budgetAlertPercent = z.int({ error: "must be a whole percentage between 1 and 99" })
+  .min(1, { error: "must be between 1 and 99" })
+  .max(99, { error: "must be between 1 and 99" });
+
+export const LAST_STOP_REASONS = ["user", "idle", "schedule", "budget"] as const;
+
 /** The Project resource, as status and update answer it. */
 const project = z.object({
   id: z.uuid(),
@@ -88,6 +121,25 @@ const project = z.object({
   status_changed_at: at,
   last_error: z.string().nullable(),
   stuck: z.boolean().describe("In a transitional status for longer than STUCK_AFTER_SECONDS"),
+  idle_stop_minutes: z.int().nullable()
+    .describe("Stopped after this many minutes without activity; null: never"),
+  schedule: schedule.nullable().describe("When the platform starts and stops it; null: never"),
+  next_scheduled_start_at: at.nullable().describe("The schedule's next start (UTC)"),
+  next_scheduled_stop_at: at.nullable().describe("The schedule's next stop (UTC)"),
+  monthly_budget_usd: z.number().nullable().describe("Monthly cost cap; null: none"),
+  budget_alert_percent: z.int().describe("budget.threshold_reached at this share of the budget"),
+  last_stop_reason: z.enum(LAST_STOP_REASONS).nullable()
+    .describe("Why it was last stopped (null: never stopped since this was recorded)"),
+  month_to_date_cost_usd: z.number().describe("This UTC month's model and compute cost"),
+  month_to_date: z.object({
+    month: z.string().describe("The UTC month, YYYY-MM"),
+    model_usd: z.number().describe("CLI sessions started this month"),
+    compute_usd: z.number().describe("Hours not stopped this month × vm_usd_per_hour"),
+    compute_hours: z.number(),
+    vm_usd_per_hour: z.number().nullable()
+      .describe("public.vm_prices for its vm_size and region; null: no price, compute counts 0"),
+    note: z.string().optional().describe("Only when no price is known: says compute counts 0"),
+  }).describe("month_to_date_cost_usd, model and compute apart"),
 });
 
 export const status = action({
@@ -105,14 +157,20 @@ export const status = action({
 });
 
 export const update = action({
-  summary: "Renames the project or changes its repository (owners and admins); answers the " +
-    "project as status does. A repository change is sent to the VM (update_manifest).",
+  summary: "Renames the project, changes its repository or its cost control (idle stop, " +
+    "schedule, monthly budget; owners and admins); answers the project as status does. A " +
+    "repository change is sent to the VM (update_manifest).",
   request: z.object({
     action: z.literal("update"),
     project_id: projectId,
     name: projectName.optional(),
     repository_url: repositoryUrl.nullable().optional().describe("null: no repository"),
     repository_branch: repositoryBranch.optional(),
+    idle_stop_minutes: idleStopMinutes.nullable().optional()
+      .describe("1..10080; null: never stopped for idleness (default 60)"),
+    schedule: schedule.nullable().optional().describe("null: no schedule"),
+    monthly_budget_usd: monthlyBudgetUsd.nullable().optional().describe("null: no cap"),
+    budget_alert_percent: budgetAlertPercent.optional().describe("1..99 (default 80)"),
   }),
   response: z.object({ project }),
 });

@@ -250,6 +250,11 @@ export const ENV = {
       doc: "A settled project is compared with its VM only this long after its last status " +
         "change.",
     },
+    AUTO_STOP_WARNING_MINUTES: {
+      schema: positiveInt(10),
+      doc: "How long before an idle project is stopped the event `project.auto_stop_scheduled` " +
+        "is recorded (at most half the project's `idle_stop_minutes`).",
+    },
   }),
   ...inGroup("Webhooks", {
     WEBHOOK_SECRET_KEY: {
@@ -527,6 +532,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     activeProjectLimit: e.ACTIVE_PROJECT_LIMIT ?? null,
     stuckAfterSeconds: e.STUCK_AFTER_SECONDS,
     driftSettleSeconds: e.DRIFT_SETTLE_SECONDS,
+    costControl: { autoStopWarningMinutes: e.AUTO_STOP_WARNING_MINUTES },
     computeDriver: e.COMPUTE_DRIVER,
     // Present when computeDriver is azure.
     ...ifSet("azure", azure),

@@ -10,13 +10,26 @@ export type StatusAnswer = ResponseOf<typeof status>;
 export type Project = StatusAnswer["project"];
 
 export function projectAnswer(project: Project): Project {
+  const { month_to_date: spend } = project;
   return {
     ...project,
     created_at: utc(project.created_at),
     updated_at: utc(project.updated_at),
     status_changed_at: utc(project.status_changed_at),
+    next_scheduled_start_at: utcOrNull(project.next_scheduled_start_at),
+    next_scheduled_stop_at: utcOrNull(project.next_scheduled_stop_at),
+    month_to_date: {
+      ...spend,
+      ...(spend.vm_usd_per_hour === null
+        ? {
+          note: `No price is known for ${project.vm_size} in ${project.region} ` +
+            "(public.vm_prices): its compute counts $0.",
+        }
+        : {}),
+    },
   };
 }
 
 /** PostgreSQL writes a timestamptz in the session's zone, to the microsecond; we answer UTC ms. */
 export const utc = (at: string) => new Date(at).toISOString();
+const utcOrNull = (at: string | null) => at === null ? null : utc(at);

@@ -5,7 +5,8 @@
  * stopped, deleting → removed), checks a batch of settled projects for drift (the VM changed
  * behind the platform's back) and converges them, records projects stuck in a transitional
  * state, expires approvals and commands that ran out of time, and keeps the telemetry partitions
- * (prepared ahead, dropped past their retention).
+ * (prepared ahead, dropped past their retention). First of all it applies cost control
+ * (cost_control.ts: schedules, idle stops, budgets), whose stops and starts the same run sends.
  *
  * Runs may overlap (several processes, several schedulers): operations are claimed with
  * SKIP LOCKED and a lease, and every transition is conditional on the status observed, so no
@@ -20,6 +21,7 @@ import {
   type OperationDeps,
 } from "../_shared/operations.ts";
 import { deliverDue, type DeliveryReport, noDeliveries } from "../_shared/webhooks/deliver.ts";
+import { controlCosts, type CostControlReport } from "./cost_control.ts";
 
 export interface ReconcileReport {
   dispatched: number;
@@ -35,6 +37,18 @@ export interface ReconcileReport {
   silent: number;
   events: { partitions_created: number; partitions_dropped: number; deliveries_dropped: number };
   webhooks: DeliveryReport;
+  /** Schedules fired, idle projects warned and stopped, budgets told of and enforced. */
+  cost_control: CostControlReport | null;
+}
+
+export interface ReconcileOptions {
+  /**
+   * The instant the cost control step decides at (schedules, idle, budgets): tests pass instants;
+   * unset, the run's own start.
+   */
+  now?: Date;
+  /** false: skip the cost control step (the bench's run without it). */
+  costControl?: boolean;
 }
 
 /** Delivery batches one run sends at most: what is left waits for the next run. */
@@ -47,9 +61,15 @@ export async function reconcileOnce(
   deps: OperationDeps,
   batchSize = 100,
   concurrency = RECONCILE_CONCURRENCY,
+  options: ReconcileOptions = {},
 ): Promise<ReconcileReport> {
   const { sql, compute, config, log } = deps;
   const { leaseSeconds, maxAttempts } = config.operations;
+
+  // First, so the stops and starts it records are sent by this run's dispatch below.
+  const cost_control = options.costControl === false
+    ? null
+    : await controlCosts(deps, options.now ?? new Date());
 
   const [{ given_up }] = await sql<[{ given_up: number }]>`
     select private.expire_vm_operations(${maxAttempts}) as given_up`;
@@ -131,6 +151,7 @@ export async function reconcileOnce(
     silent,
     events,
     webhooks,
+    cost_control,
   };
 }
 

@@ -60,7 +60,7 @@ update public.projects set health_status = 'healthy', name = 'P1 renamed'
 select results_eq(
   $$select type, data - 'organization_id' - 'project_id' from public.events
     where type in ('project.status_changed', 'project.health_changed') order by id$$,
-  $$values ('project.status_changed'::text, '{"previous_status": "starting", "status": "active"}'::jsonb),
+  $$values ('project.status_changed'::text, '{"previous_status": "starting", "status": "active", "reason": "platform"}'::jsonb),
            ('project.health_changed', '{"previous_health": "initializing", "health": "healthy"}')$$,
   'status and health changes are events; an update that changes neither is none');
 

@@ -50,21 +50,40 @@ Deno.test("status shows a member the project and its latest activity", async (t)
 
     const { project, recent_activity } = await api.status(user, projectId);
     assert.deepEqual(Object.keys(project).sort(), [
+      "budget_alert_percent",
       "created_at",
       "health_status",
       "id",
+      "idle_stop_minutes",
       "last_error",
+      "last_stop_reason",
+      "month_to_date",
+      "month_to_date_cost_usd",
+      "monthly_budget_usd",
       "name",
+      "next_scheduled_start_at",
+      "next_scheduled_stop_at",
       "organization_id",
       "region",
       "repository_branch",
       "repository_url",
+      "schedule",
       "status",
       "status_changed_at",
       "stuck",
       "updated_at",
       "vm_size",
     ]);
+    // Cost control (contract §12): the defaults, the user's stop, and this month's cost so far.
+    assert.equal(project.idle_stop_minutes, 60);
+    assert.equal(project.schedule, null);
+    assert.equal(project.monthly_budget_usd, null);
+    assert.equal(project.budget_alert_percent, 80);
+    assert.equal(project.last_stop_reason, "user");
+    assert.equal(project.month_to_date.model_usd, 0);
+    assert.equal(project.month_to_date.vm_usd_per_hour, 0.124, "the seeded list price");
+    assert.ok(project.month_to_date.compute_hours > 0, "it has been running");
+    assert.equal(project.month_to_date_cost_usd, project.month_to_date.compute_usd);
     assert.equal(project.id, projectId);
     assert.equal(project.organization_id, org);
     assert.equal(project.name, "Lifecycle");

@@ -1,6 +1,11 @@
 import { cliSessions as contract } from "../../_contract/reporter.ts";
 import { defineRoute } from "../route.ts";
 
+// Upserts by session_id. The statement's triggers on public.cli_sessions (18_cost_control.sql)
+// count this month's model cost and the sessions as activity, and check the projects' budgets in
+// the same transaction: the report that crosses a budget records budget.threshold_reached or
+// budget.exceeded and stops the project (a stop_agents with it) before it is answered, and the
+// events are delivered right after (events: true).
 export const cliSessions = defineRoute(contract, {
   with: `
     stored as (
@@ -28,4 +33,4 @@ export const cliSessions = defineRoute(contract, {
         updated_at = now()
     )`,
   data: `jsonb_build_object('accepted', jsonb_array_length(a.body -> 'sessions'))`,
-});
+}, { events: true });
