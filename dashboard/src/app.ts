@@ -1,7 +1,8 @@
 /**
  * The signed-in page: the organization, its projects with their status and health, the selected
- * project's lifecycle and areas, `Needs You` and (for owners and admins) `Webhooks`. One Live
- * clock keeps all of it current.
+ * project's lifecycle and areas, `Needs You` and (for owners and admins) `Webhooks`. Where the
+ * person is lives in the address (address.ts) through the one store (store.ts): reload and Back
+ * land on the same place. Live keeps all of it current.
  */
 import type { Area, AreaContext, MountArea } from "./area.ts";
 import { touches } from "./area.ts";
@@ -17,7 +18,9 @@ import {
   startProject,
   stopProject,
 } from "./data.ts";
+import { type AreaName, AREAS, type Place } from "./address.ts";
 import { explain } from "./errors.ts";
+import { Store } from "./store.ts";
 import { DEFAULT_REGION, DEFAULT_VM_SIZE } from "../../supabase/functions/_contract/defaults.ts";
 import { type FeedEvent, Live } from "./live.ts";
 import { badge, h, show } from "./ui.ts";
@@ -32,17 +35,17 @@ import { mountReports } from "./areas/reports.ts";
 import { mountSettings } from "./areas/settings.ts";
 import { mountWebhooks } from "./areas/webhooks.ts";
 
-const PROJECT_AREAS: [string, MountArea][] = [
-  ["Overview", mountOverview],
-  ["Agents", mountAgents],
-  ["Reports", mountReports],
-  ["Logs", mountLogs],
-  ["Chat", mountChat],
-  ["Approvals", mountApprovals],
-  ["Config", mountConfig],
-  ["Costs", mountCosts],
-  ["Settings", mountSettings],
-];
+const MOUNT: Record<AreaName, MountArea> = {
+  Overview: mountOverview,
+  Agents: mountAgents,
+  Reports: mountReports,
+  Logs: mountLogs,
+  Chat: mountChat,
+  Approvals: mountApprovals,
+  Config: mountConfig,
+  Costs: mountCosts,
+  Settings: mountSettings,
+};
 
 export async function startApp(
   root: HTMLElement,
@@ -90,13 +93,26 @@ export async function startApp(
     return () => {};
   }
 
-  let membership: Membership = orgs[0]!;
+  const store = new Store(globalThis.location);
+  const place = () => store.state.place;
+  const org = () => membership.organization_id;
+  /** The organization the address names, if the user is a member; else their first. */
+  const membershipOf = (p: Place) => orgs.find((o) => o.organization_id === p.org) ?? orgs[0]!;
+  let membership: Membership = membershipOf(place());
   let projectList: Project[] = [];
-  let selected: string | undefined;
-  let view: "project" | "needs-you" | "webhooks" = "project";
-  let area = "Overview";
+  /** The projects seen at the last refresh: one gone from the list since was deleted. */
+  let seen = new Map<string, string>();
   let mounted: Area | undefined;
   let live: Live | undefined;
+  const selectedId = () => {
+    const p = place();
+    return p.view === "project" ? p.project : undefined;
+  };
+  const viewOf = () => {
+    const v = place().view;
+    return v === "organization" ? "project" : v;
+  };
+  const go = (next: Place) => store.go(next);
 
   const projectNav = h("ul", { class: "projects" });
   const needsYouCount = h("span", { class: "count", id: "needs-you-count" }, "0");
@@ -107,7 +123,11 @@ export async function startApp(
     client,
     userId: user.id,
     membership,
-    project: projectList.find((p) => p.id === selected),
+    project: projectList.find((p) => p.id === selectedId()),
+    approvalId: (() => {
+      const p = place();
+      return p.view === "project" ? p.approval : undefined;
+    })(),
     say,
     fail,
     changed: async () => await live?.now(),
@@ -115,7 +135,18 @@ export async function startApp(
 
   async function refreshProjects(): Promise<void> {
     projectList = await listProjects(client, membership.organization_id);
-    if (selected && !projectList.some((p) => p.id === selected)) selected = undefined;
+    const shown = selectedId();
+    if (shown && !projectList.some((p) => p.id === shown)) {
+      // Deleted means gone from the page: back to the organization, with one sentence.
+      const name = seen.get(shown);
+      say(
+        name
+          ? `${name} was deleted.`
+          : "That project does not exist, or you are not one of its members.",
+      );
+      go({ view: "organization", org: org() });
+    }
+    seen = new Map(projectList.map((p) => [p.id, p.name]));
     show(
       projectNav,
       ...projectList.map((project) =>
@@ -143,10 +174,7 @@ export async function startApp(
   }
 
   function select(projectId: string): void {
-    selected = projectId;
-    view = "project";
-    area = "Overview";
-    void render();
+    go({ view: "project", org: org(), project: projectId, area: "Overview" });
   }
 
   function renderHeader(): void {
@@ -155,14 +183,8 @@ export async function startApp(
       "select",
       {
         id: "organization",
-        onchange: (event: Event) => {
-          membership = orgs.find((o) =>
-            o.organization_id === (event.target as HTMLSelectElement).value
-          )!;
-          selected = undefined;
-          view = "project";
-          void restartLive();
-        },
+        onchange: (event: Event) =>
+          go({ view: "organization", org: (event.target as HTMLSelectElement).value }),
       },
       ...orgs.map((o) =>
         h("option", {
@@ -182,12 +204,9 @@ export async function startApp(
         h("button", {
           type: "button",
           class: "secondary",
-          "aria-pressed": String(view === "needs-you"),
+          "aria-pressed": String(viewOf() === "needs-you"),
           "aria-describedby": "needs-you-count",
-          onclick: () => {
-            view = "needs-you";
-            void render();
-          },
+          onclick: () => go({ view: "needs-you", org: org() }),
         }, "Needs You"),
         needsYouCount,
       ),
@@ -195,11 +214,8 @@ export async function startApp(
         ? h("button", {
           type: "button",
           class: "secondary",
-          "aria-pressed": String(view === "webhooks"),
-          onclick: () => {
-            view = "webhooks";
-            void render();
-          },
+          "aria-pressed": String(viewOf() === "webhooks"),
+          onclick: () => go({ view: "webhooks", org: org() }),
         }, "Webhooks")
         : null,
       h("span", { class: "who" }, user.email),
@@ -229,11 +245,8 @@ export async function startApp(
             });
             say(`Creating ${name.value.trim()}: its VM is being provisioned.`);
             name.value = "";
-            selected = created.project_id;
-            view = "project";
-            area = "Overview";
             await refreshProjects();
-            await render();
+            go({ view: "project", org: org(), project: created.project_id, area: "Overview" });
           } catch (error) {
             fail(error);
           } finally {
@@ -301,7 +314,7 @@ export async function startApp(
   /** The project list marks the project shown (aria-current), whichever way it was chosen. */
   function markCurrent(): void {
     for (const link of projectNav.querySelectorAll<HTMLElement>(".project-link")) {
-      const current = view === "project" && link.dataset.project === selected;
+      const current = viewOf() === "project" && link.dataset.project === selectedId();
       if (current) link.setAttribute("aria-current", "true");
       else link.removeAttribute("aria-current");
     }
@@ -313,6 +326,10 @@ export async function startApp(
     mounted = undefined;
     const body = h("div", { class: "view" });
     show(main, notice, body);
+    const view = viewOf();
+    const selected = selectedId();
+    const here = place();
+    const area: AreaName = here.view === "project" ? here.area : "Overview";
     try {
       if (view === "needs-you") {
         mounted = mountNeedsYou(body, { ...context(), project: undefined }, projectList);
@@ -339,25 +356,25 @@ export async function startApp(
         const tabs = h(
           "div",
           { role: "tablist", "aria-label": "Project areas" },
-          ...PROJECT_AREAS.map(([name]) =>
+          ...AREAS.map((name) =>
             h("button", {
               role: "tab",
               type: "button",
               "aria-selected": String(name === area),
               "aria-controls": "area",
               tabindex: name === area ? "0" : "-1",
-              onclick: () => {
-                area = name;
-                void render();
-              },
-              onkeydown: (event: Event) => moveTab(event as KeyboardEvent),
+              onclick: () => go({ view: "project", org: org(), project: project.id, area: name }),
+              onkeydown: (event: Event) => moveTab(event as KeyboardEvent, project.id, area),
             }, name)
           ),
         );
         show(body, headerSlot, tabs, panel);
-        const mount = PROJECT_AREAS.find(([name]) => name === area)![1];
-        mounted = mount(panel, context());
+        mounted = MOUNT[area](panel, context());
         (body as HTMLElement).dataset.headerFor = project.id;
+      }
+      if (focusTab) {
+        focusTab = false;
+        (main.querySelector('[role="tab"][aria-selected="true"]') as HTMLElement | null)?.focus();
       }
       await mounted?.refresh([]);
     } catch (error) {
@@ -366,21 +383,27 @@ export async function startApp(
   }
 
   /** Arrow keys move between tabs, as the ARIA tabs pattern has it. */
-  function moveTab(event: KeyboardEvent): void {
-    const index = PROJECT_AREAS.findIndex(([name]) => name === area);
+  function moveTab(event: KeyboardEvent, project: string, area: AreaName): void {
+    const index = AREAS.indexOf(area);
     const step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
     if (!step) return;
-    area = PROJECT_AREAS[(index + step + PROJECT_AREAS.length) % PROJECT_AREAS.length]![0];
-    void render().then(() =>
-      (main.querySelector('[role="tab"][aria-selected="true"]') as HTMLElement | null)?.focus()
-    );
+    focusTab = true;
+    go({
+      view: "project",
+      org: org(),
+      project,
+      area: AREAS[(index + step + AREAS.length) % AREAS.length]!,
+    });
   }
+  /** After a move by arrow key, the new tab takes the focus once it is drawn. */
+  let focusTab = false;
 
   async function onTick(events: FeedEvent[]): Promise<void> {
     if (touches(events, undefined, "project.") || touches(events, undefined, "approval.")) {
       await refreshProjects();
     }
-    if (view === "project" && selected && touches(events, selected, "project.")) {
+    const selected = selectedId();
+    if (viewOf() === "project" && selected && touches(events, selected, "project.")) {
       const project = projectList.find((p) => p.id === selected);
       const slot = main.querySelector(".project-header")?.parentElement;
       if (project && slot) show(slot, await projectHeader(project));
@@ -413,8 +436,28 @@ export async function startApp(
       main,
     ),
   );
+  // The address leads: a reload, Back, a link or a click all go through the store.
+  const followAddress = () => store.followAddress();
+  globalThis.addEventListener("hashchange", followAddress);
+  const unsubscribe = store.subscribe(async (state, previous) => {
+    if (state.place === previous.place) return;
+    const next = membershipOf(state.place);
+    if (next.organization_id !== membership.organization_id) {
+      membership = next;
+      await restartLive();
+    } else {
+      await render();
+    }
+  });
+  if (!orgs.some((o) => o.organization_id === place().org)) {
+    go({ view: "organization", org: membership.organization_id });
+  }
   await restartLive();
-  return () => live?.stop();
+  return () => {
+    globalThis.removeEventListener("hashchange", followAddress);
+    unsubscribe();
+    live?.stop();
+  };
 }
 
 function signOutButton(signOut: () => void): HTMLElement {

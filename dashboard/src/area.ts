@@ -8,6 +8,8 @@ export interface AreaContext {
   membership: Membership;
   /** The selected project (absent for the organization's areas). */
   project: Project | undefined;
+  /** The approval the address names (`#/…/approvals/<id>`), to be shown first. */
+  approvalId?: string | undefined;
   say(message: string): void;
   fail(error: unknown): void;
   /** After the user's own change: refresh now rather than on the next tick. */

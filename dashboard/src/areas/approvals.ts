@@ -28,11 +28,15 @@ function approvalCard(
     }
   };
   const pending = approval.status === "pending";
+  // The approval an address names (a link from an email or Slack) is marked and brought into view.
+  const named = context.approvalId === approval.id;
   return h(
     "article",
     {
-      class: `approval risk-${approval.risk}`,
+      id: `approval-${approval.id}`,
+      class: `approval risk-${approval.risk}${named ? " named" : ""}`,
       "aria-label": `${approval.action} by ${approval.agent}`,
+      ...(named ? { "aria-current": "true" } : {}),
     },
     h(
       "header",
@@ -88,6 +92,7 @@ export const mountApprovals: MountArea = (root, context) => {
             ? ordered.map((a) => approvalCard(a, context, () => area.refresh()))
             : [h("p", { class: "empty" }, "No approval asked for yet.")],
       );
+      list.querySelector(".approval.named")?.scrollIntoView({ block: "center" });
     },
   };
   return area;
