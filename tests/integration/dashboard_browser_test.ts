@@ -338,6 +338,69 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
     await Deno.remove(origin, { recursive: true }).catch(() => {});
   });
 
+  await t.step("Settings sets cost control; Costs shows the month against the budget", async () => {
+    const [{ id }] = await db.sql<[{ id: string }]>`
+      select id from public.projects where name = 'Browser project'`;
+    await control(page, "Settings", "tab").click();
+    await page.waitForSelector("#schedule-timezone");
+    const zones = await page.$$eval("#schedule-timezone option", (o) => o.length);
+    assert.ok(zones > 300, `the time zones offered: ${zones}`);
+    await page.locator("#idle-stop-minutes").fill("45");
+    await page.select("#schedule-timezone", "Australia/Sydney");
+    await page.locator("#schedule-start").fill("0 9 * * 1-5");
+    await page.locator("#schedule-stop").fill("0 17 * * 1-5");
+    await page.locator("#monthly-budget").fill("25");
+    await page.locator("#budget-alert-percent").fill("75");
+    await control(page, "Save cost control").click();
+    await waitForText(page, ".cost-control-current", "in Australia/Sydney");
+    await waitForText(page, ".cost-control-current .next-start", "Australia/Sydney");
+    const [row] = await db.sql<
+      [{ idle: number; schedule: unknown; budget: string; percent: number; next: Date }]
+    >`select idle_stop_minutes as idle, schedule, monthly_budget_usd::text as budget,
+        budget_alert_percent as percent, next_scheduled_start_at as next
+      from public.projects where id = ${id}`;
+    assert.deepEqual(
+      { ...row, next: undefined },
+      {
+        idle: 45,
+        schedule: { timezone: "Australia/Sydney", start: "0 9 * * 1-5", stop: "0 17 * * 1-5" },
+        budget: "25.00",
+        percent: 75,
+        next: undefined,
+      },
+    );
+    const sydneyHour = new Intl.DateTimeFormat("en-GB", {
+      timeZone: "Australia/Sydney",
+      hour: "2-digit",
+      minute: "2-digit",
+    }).format(row.next);
+    assert.equal(sydneyHour, "09:00", "the next start is 09:00 in Sydney");
+    await screenshot(page, "12-settings-cost-control");
+
+    await control(page, "Costs", "tab").click();
+    await page.waitForSelector("#area svg.spend-bar");
+    await waitForText(page, ".month-to-date figcaption", "of $25.00");
+    const label = await page.$eval("#area svg.spend-bar", (e) => e.getAttribute("aria-label"));
+    assert.match(label ?? "", /of \$25\.00 \(\d+% of the budget\); model \$[\d.]+, compute \$/);
+    await screenshot(page, "09-costs-budget");
+  });
+
+  await t.step("an area has its address: reload and Back land where the person was", async () => {
+    await control(page, "Logs", "tab").click();
+    await until(page, `location.hash.endsWith("/logs")`);
+    await control(page, "Costs", "tab").click();
+    await until(page, `location.hash.endsWith("/costs")`);
+    const address = await page.evaluate(() => location.hash);
+    assert.match(address, /^#\/[0-9a-f-]{36}\/projects\/[0-9a-f-]{36}\/costs$/);
+    await page.reload();
+    await waitForText(page, "[role=tab][aria-selected=true]", "Costs");
+    await waitForText(page, ".project-header", "Browser project");
+    await page.goBack();
+    await waitForText(page, "[role=tab][aria-selected=true]", "Logs");
+    await page.goForward();
+    await waitForText(page, "[role=tab][aria-selected=true]", "Costs");
+  });
+
   await t.step("Settings deletes the project after its name is typed", async () => {
     await control(page, "Settings", "tab").click();
     await page.waitForSelector("form.danger-zone button");
@@ -371,6 +434,12 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
       [{ left: number }]
     >`select count(*)::int as left from public.projects`;
     assert.equal(left, 0);
+    // Deleted means gone from the page: the organization, and one sentence saying so.
+    await waitForText(page, ".notice", "Browser project was deleted.");
+    assert.equal(await page.$(".project-header"), null);
+    assert.equal(await page.$("form.danger-zone"), null);
+    assert.match(await page.evaluate(() => location.hash), /^#\/[0-9a-f-]{36}$/);
+    await screenshot(page, "13-deleted");
   });
 
   await t.step("an ended session sends the person back to sign-in", async () => {
