@@ -1,7 +1,43 @@
 /** Agents: each agent's status and task, the watchdog's alerts, and the sessions they ran. */
 import type { MountArea } from "../area.ts";
 import { newest, queueVmCommand } from "../data.ts";
-import { badge, h, money, show, table, when } from "../ui.ts";
+import type { Tables } from "../../../supabase/types/database.ts";
+import { badge, type Child, h, money, show, table, when } from "../ui.ts";
+
+/** The area from its rows: the watchdog's alerts, the agents, the sessions they ran. */
+export function agentsView(rows: {
+  status: Tables<"agent_status">[];
+  watchdog: Tables<"watchdog_alerts">[];
+  history: Tables<"agent_sessions">[];
+}): { alerts: Child[]; agents: HTMLElement; sessions: HTMLElement } {
+  return {
+    alerts: rows.watchdog.map((alert) =>
+      h("p", { class: "alert", role: "alert" }, alert.message ?? "")
+    ),
+    agents: table(
+      ["Agent", "Status", "Current task", "Last activity", "Error"],
+      [...rows.status].sort((a, b) => (a.name ?? "").localeCompare(b.name ?? "")).map((agent) => [
+        agent.name ?? "",
+        h("span", {}, badge(agent.status), agent.silent ? badge("silent") : null),
+        agent.current_task ?? "—",
+        when(agent.last_activity_at),
+        agent.error ?? "",
+      ]),
+    ),
+    sessions: table(
+      ["Agent", "Model", "Started", "Duration", "Tokens in / out", "Cost", "Exit"],
+      rows.history.map((session) => [
+        session.agent ?? "",
+        session.model ?? "",
+        when(session.started_at),
+        session.duration_seconds === null ? "running" : `${Math.round(session.duration_seconds)} s`,
+        `${session.input_tokens ?? 0} / ${session.output_tokens ?? 0}`,
+        money(session.cost_usd),
+        session.exit_status ?? "—",
+      ]),
+    ),
+  };
+}
 
 export const mountAgents: MountArea = (root, context) => {
   const { client, project } = context;
@@ -35,40 +71,10 @@ export const mountAgents: MountArea = (root, context) => {
         newest(client, "watchdog_alerts", project!.id, "last_heard_at", 10),
         newest(client, "agent_sessions", project!.id, "started_at", 20),
       ]);
-      show(
-        alerts,
-        ...watchdog.map((alert) => h("p", { class: "alert", role: "alert" }, alert.message ?? "")),
-      );
-      show(
-        agents,
-        table(
-          ["Agent", "Status", "Current task", "Last activity", "Error"],
-          status.sort((a, b) => (a.name ?? "").localeCompare(b.name ?? "")).map((agent) => [
-            agent.name ?? "",
-            h("span", {}, badge(agent.status), agent.silent ? badge("silent") : null),
-            agent.current_task ?? "—",
-            when(agent.last_activity_at),
-            agent.error ?? "",
-          ]),
-        ),
-      );
-      show(
-        sessions,
-        table(
-          ["Agent", "Model", "Started", "Duration", "Tokens in / out", "Cost", "Exit"],
-          history.map((session) => [
-            session.agent ?? "",
-            session.model ?? "",
-            when(session.started_at),
-            session.duration_seconds === null
-              ? "running"
-              : `${Math.round(session.duration_seconds)} s`,
-            `${session.input_tokens ?? 0} / ${session.output_tokens ?? 0}`,
-            money(session.cost_usd),
-            session.exit_status ?? "—",
-          ]),
-        ),
-      );
+      const view = agentsView({ status, watchdog, history });
+      show(alerts, ...view.alerts);
+      show(agents, view.agents);
+      show(sessions, view.sessions);
     },
   };
 };

@@ -1,7 +1,26 @@
 /** Chat: the thread with the project's agents, and a composer. */
 import type { MountArea } from "../area.ts";
 import { newest, sendAgentMessage } from "../data.ts";
+import type { Tables } from "../../../supabase/types/database.ts";
 import { h, show, when } from "../ui.ts";
+
+/** The thread from its rows, oldest first: the agents' messages and the members'. */
+export function chatThread(messages: Tables<"agent_messages">[]): HTMLElement[] {
+  if (messages.length === 0) return [h("li", { class: "empty" }, "No message yet.")];
+  return messages.map((message) =>
+    h(
+      "li",
+      { class: message.direction === "from_agent" ? "from-agent" : "from-user" },
+      h(
+        "span",
+        { class: "author" },
+        message.direction === "from_agent" ? message.agent ?? "agent" : "You",
+      ),
+      when(message.created_at),
+      h("p", {}, message.content),
+    )
+  );
+}
 
 export const mountChat: MountArea = (root, context) => {
   const { client, project } = context;
@@ -46,23 +65,7 @@ export const mountChat: MountArea = (root, context) => {
     async refresh() {
       const messages = (await newest(client, "agent_messages", project!.id, "created_at", 100))
         .reverse();
-      show(
-        thread,
-        ...messages.map((message) =>
-          h(
-            "li",
-            { class: message.direction === "from_agent" ? "from-agent" : "from-user" },
-            h(
-              "span",
-              { class: "author" },
-              message.direction === "from_agent" ? message.agent ?? "agent" : "You",
-            ),
-            when(message.created_at),
-            h("p", {}, message.content),
-          )
-        ),
-      );
-      if (messages.length === 0) show(thread, h("li", { class: "empty" }, "No message yet."));
+      show(thread, ...chatThread(messages));
     },
   };
   return area;

@@ -2,6 +2,7 @@
 import type { MountArea } from "../area.ts";
 import { newest } from "../data.ts";
 import { entryText } from "../entry_text.ts";
+import type { Tables } from "../../../supabase/types/database.ts";
 import { badge, h, show, table, when } from "../ui.ts";
 
 const SEVERITIES = ["", "error", "warn", "info", "debug"];
@@ -13,6 +14,20 @@ function auditText(summary: string | null, details: unknown): string {
     : ["", summary ?? ""];
   const text = entryText(action, details as Record<string, unknown> | null);
   return who ? `${who}: ${text}` : text;
+}
+
+/** The log from its rows, newest first; `severity` names the filter in the caption. */
+export function logTable(rows: Tables<"project_logs">[], severity: string): HTMLElement {
+  return table(
+    ["When", "Severity", "Source", "Entry"],
+    rows.map((row) => [
+      when(row.occurred_at),
+      badge(row.severity),
+      row.source ?? "",
+      row.source === "audit" ? auditText(row.summary, row.details) : row.summary ?? "",
+    ]),
+    severity ? `The latest 100 ${severity} entries` : "The latest 100 entries",
+  );
 }
 
 export const mountLogs: MountArea = (root, context) => {
@@ -44,21 +59,7 @@ export const mountLogs: MountArea = (root, context) => {
         100,
         severity.value ? { severity: severity.value } : {},
       );
-      show(
-        list,
-        table(
-          ["When", "Severity", "Source", "Entry"],
-          rows.map((
-            row,
-          ) => [
-            when(row.occurred_at),
-            badge(row.severity),
-            row.source ?? "",
-            row.source === "audit" ? auditText(row.summary, row.details) : row.summary ?? "",
-          ]),
-          severity.value ? `The latest 100 ${severity.value} entries` : "The latest 100 entries",
-        ),
-      );
+      show(list, logTable(rows, severity.value));
     },
   };
   return area;
