@@ -3,7 +3,8 @@
  * database (DATABASE_URL, or a private cluster under `.local/`, seeded when new), applies pending
  * migrations, starts the Data API (PostgREST), serves it at http://127.0.0.1:$PORT/rest/v1 and the
  * functions at /functions/v1/<name> on the same port, runs the reconciler every
- * RECONCILE_INTERVAL_MS, and stops everything it started on Ctrl-C. Each local VM runs the real
+ * RECONCILE_INTERVAL_MS, runs a mail catcher with a web page unless SMTP_URL is set (contract
+ * §13's emails land there), and stops everything it started on Ctrl-C. Each local VM runs the real
  * agent team: Claude Code sessions (the CLI installed from npm under `.local/`) against
  * ANTHROPIC_BASE_URL when it is set, else against the stack's own model stand-in.
  */
@@ -13,6 +14,9 @@ import { closeServices, createServices } from "../supabase/functions/_shared/ser
 import { createVmApi } from "../supabase/functions/vm-api/handler.ts";
 import { createVmReconciler } from "../supabase/functions/vm-reconciler/handler.ts";
 import { createWebhooksApi } from "../supabase/functions/webhooks/handler.ts";
+import { createApprovalLinks } from "../supabase/functions/approval-links/handler.ts";
+import { redactSmtpUrl } from "../supabase/functions/_shared/notifications/smtp.ts";
+import { type MailCatcher, mailCatcherPorts, startMailCatcher } from "./lib/mail_catcher.ts";
 import { createVmReporter } from "../supabase/functions/vm-reporter/handler.ts";
 import { readApiSettings } from "./lib/api_settings.ts";
 import { createGateway, type DataApiRoute } from "./lib/gateway.ts";
@@ -44,7 +48,15 @@ if (database.fresh) {
   say("seeded supabase/seed.sql (a new local database)");
 }
 
-const config = loadConfig({ ...Deno.env.toObject(), DATABASE_URL: database.url });
+// Without SMTP_URL, the stack's own mail catcher takes every email (contract §13).
+const mail: MailCatcher | undefined = Deno.env.get("SMTP_URL")
+  ? undefined
+  : await startMailCatcher(mailCatcherPorts(Number(Deno.env.get("PORT") || 54321)));
+const config = loadConfig({
+  ...Deno.env.toObject(),
+  DATABASE_URL: database.url,
+  ...(mail ? { SMTP_URL: mail.smtpUrl } : {}),
+});
 await ensureDashboard(say);
 const dataApi = await openDataApi();
 // The local driver's VMs run the real team; the fleet needs the services it is a hook of.
@@ -69,6 +81,9 @@ const server = Deno.serve(
     port: config.port,
     onListen: ({ port }) => {
       const base = `http://127.0.0.1:${port}/functions/v1`;
+      // Emails and approval links point at this dashboard unless SITE_URL says otherwise (with
+      // PORT=0 the port is known only now; nothing is sent before a request arrives).
+      if (!Deno.env.get("SITE_URL")) config.notifications.siteUrl = `http://127.0.0.1:${port}`;
       fleet?.start(`${base}/vm-reporter`).catch((error) =>
         services.log.error("simulated agents could not start", describeError(error))
       );
@@ -84,6 +99,12 @@ const server = Deno.serve(
       say(`vm-api:        ${base}/vm-api`);
       say(`vm-reporter:   ${base}/vm-reporter/<route>`);
       say(`webhooks:      ${base}/webhooks`);
+      say(`approval-links: ${base}/approval-links`);
+      say(
+        mail
+          ? `Mail URL:      ${mail.webUrl} (every email the stack sends; SMTP ${mail.smtpUrl})`
+          : `SMTP:          ${redactSmtpUrl(config.notifications.smtpUrl!)} (SMTP_URL)`,
+      );
       say(
         `vm-reconciler: ${base}/vm-reconciler (also running every ${config.reconcileIntervalMs} ms)`,
       );
@@ -97,6 +118,7 @@ const server = Deno.serve(
       "vm-reporter": createVmReporter(services),
       "vm-reconciler": createVmReconciler(services),
       webhooks: createWebhooksApi(services),
+      "approval-links": createApprovalLinks(services),
     },
     ...(dataApi ? { dataApi: dataApi.route } : {}),
     ...(dataApi ? { site: createDashboardSite(dataApi.keys.anon) } : {}),
@@ -207,6 +229,7 @@ async function shutdown(signal: string) {
   await server.shutdown();
   await dataApi?.process.stop();
   await closeServices(services);
+  await mail?.stop();
   await database.stop();
   clearTimeout(force);
   say("stopped");

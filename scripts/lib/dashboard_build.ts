@@ -1,6 +1,7 @@
 /**
  * Builds the reference dashboard into `dashboard/dist/` (index.html, styles.css and app.js, the
- * TypeScript bundled for browsers by `deno bundle` with the repository's import map): what
+ * TypeScript bundled for browsers by `deno bundle` with the repository's import map; and the
+ * approval page an emailed link opens, approval.html with its own small approval.js): what
  * `deno task dashboard` does, and what `deno task start` does when the bundle is older than its
  * sources.
  */
@@ -42,8 +43,23 @@ export async function dashboardIsStale(): Promise<boolean> {
 
 export async function buildDashboard(log: (line: string) => void): Promise<void> {
   await Deno.mkdir(DASHBOARD_DIST, { recursive: true });
+  const approval = await bundle("dashboard/src/approval_page.ts", "approval");
+  const app = await bundle("dashboard/src/main.ts", "app");
+  for (const file of ["index.html", "approval.html", "styles.css"]) {
+    const copy = new URL(`${file}.${crypto.randomUUID()}`, DASHBOARD_DIST);
+    await Deno.copyFile(new URL(`dashboard/${file}`, root), copy);
+    await Deno.rename(copy, new URL(file, DASHBOARD_DIST));
+  }
+  await Deno.rename(approval, new URL("approval.js", DASHBOARD_DIST));
+  // app.js last: its time is what dashboardIsStale compares.
+  await Deno.rename(app, new URL("app.js", DASHBOARD_DIST));
+  log(`dashboard built into dashboard/dist/`);
+}
+
+/** Bundles `entry` beside the dist files; the caller renames it into place. */
+async function bundle(entry: string, name: string): Promise<URL> {
   // Written beside and renamed into place: a server reading app.js never sees half of it.
-  const building = new URL(`app.${crypto.randomUUID()}.js`, DASHBOARD_DIST);
+  const building = new URL(`${name}.${crypto.randomUUID()}.js`, DASHBOARD_DIST);
   const result = await new Deno.Command(Deno.execPath(), {
     args: [
       "bundle",
@@ -53,7 +69,7 @@ export async function buildDashboard(log: (line: string) => void): Promise<void>
       "--minify",
       "-o",
       building.pathname,
-      "dashboard/src/main.ts",
+      entry,
     ],
     cwd: root.pathname,
     stdout: "piped",
@@ -63,13 +79,7 @@ export async function buildDashboard(log: (line: string) => void): Promise<void>
     await Deno.remove(building).catch(() => {});
     throw new Error(`the dashboard did not build:\n${new TextDecoder().decode(result.stderr)}`);
   }
-  for (const file of ["index.html", "styles.css"]) {
-    const copy = new URL(`${file}.${crypto.randomUUID()}`, DASHBOARD_DIST);
-    await Deno.copyFile(new URL(`dashboard/${file}`, root), copy);
-    await Deno.rename(copy, new URL(file, DASHBOARD_DIST));
-  }
-  await Deno.rename(building, new URL("app.js", DASHBOARD_DIST));
-  log(`dashboard built into dashboard/dist/`);
+  return building;
 }
 
 /** Builds the dashboard when its sources changed since the last build. */

@@ -1,7 +1,8 @@
 /**
- * Serves the built dashboard (`dashboard/dist/`) at the root of the local stack's port, with its
- * `config.json` (this stack's URL and anon key) and a strict Content-Security-Policy: scripts,
- * styles and requests from this origin only, no inline code, never framed.
+ * Serves the built dashboard (`dashboard/dist/`, and its `/approval` page) at the root of the local
+ * stack's port, with its `config.json` (this stack's URL and anon key) and a strict
+ * Content-Security-Policy: scripts, styles and requests from this origin only, no inline code,
+ * never framed.
  */
 import { DASHBOARD_DIST } from "./dashboard_build.ts";
 
@@ -21,6 +22,10 @@ const FILES: Record<string, [string, string]> = {
   "/index.html": ["index.html", "text/html; charset=utf-8"],
   "/app.js": ["app.js", "text/javascript; charset=utf-8"],
   "/styles.css": ["styles.css", "text/css; charset=utf-8"],
+  // Where an emailed approval link lands (contract §13): reads the token, confirms, decides.
+  "/approval": ["approval.html", "text/html; charset=utf-8"],
+  "/approval.html": ["approval.html", "text/html; charset=utf-8"],
+  "/approval.js": ["approval.js", "text/javascript; charset=utf-8"],
 };
 
 export function createDashboardSite(anonKey: string): (request: Request) => Promise<Response> {

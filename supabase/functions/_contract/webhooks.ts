@@ -7,6 +7,7 @@ import { z } from "zod";
 import { action, actionRequest, type RequestOf, type ResponseOf } from "./actions.ts";
 import { SUBSCRIBABLE_EVENT_TYPES } from "./event_types.ts";
 import { uuid } from "./fields.ts";
+import { WEBHOOK_FORMATS } from "./notification_types.ts";
 
 const endpointId = uuid;
 
@@ -26,6 +27,9 @@ const eventTypes = z.array(
 const description = z.string({ error: "must be a string" })
   .max(500, { error: "must be at most 500 characters" });
 
+const format = z.enum(WEBHOOK_FORMATS, { error: "must be standard or slack" })
+  .describe("standard: Standard Webhooks bodies; slack: Slack incoming-webhook messages");
+
 /** create and rotate_secret: the endpoint, and its secret, shown this once. */
 const withSecret = z.object({
   endpoint_id: z.uuid(),
@@ -42,12 +46,13 @@ export const create = action({
     url,
     event_types: eventTypes.optional(),
     description: description.optional(),
+    format: format.optional().describe("standard (default) or slack"),
   }),
   response: withSecret,
 });
 
 export const update = action({
-  summary: "Changes an endpoint's URL, event types, description, or turns it on or off.",
+  summary: "Changes an endpoint's URL, event types, description or format, or turns it on or off.",
   request: z.object({
     action: z.literal("update"),
     endpoint_id: endpointId,
@@ -56,9 +61,10 @@ export const update = action({
       .describe("null: every event type"),
     enabled: z.boolean({ error: "must be true or false" }).optional(),
     description: description.nullable().optional(),
+    format: format.optional(),
   }).refine(
     (input) => Object.keys(input).some((key) => key !== "action" && key !== "endpoint_id"),
-    { error: "give at least one of url, event_types, enabled, description" },
+    { error: "give at least one of url, event_types, enabled, description, format" },
   ),
   response: endpointAnswer,
 });

@@ -36,6 +36,7 @@ export const SETTING_GROUPS = [
   "Azure",
   "Reconciler",
   "Webhooks",
+  "Notifications",
   "Retention",
   "Local stack",
   "Logging",
@@ -286,6 +287,36 @@ export const ENV = {
     WEBHOOK_TIMEOUT_MS: {
       schema: positiveInt(15_000),
       doc: "A delivery not answered within this is a failed attempt.",
+    },
+  }),
+  ...inGroup("Notifications", {
+    SMTP_URL: {
+      schema: z.string().refine(
+        (value) => smtpUrlProblem(value) === undefined,
+        "must be smtps://user:password@host:465 or smtp://user:password@host:port",
+      ).optional(),
+      whenUnset: "local: the stack's mail catcher; hosted: unset, no email is sent",
+      doc: "Where emails are sent; hosted Edge Functions refuse outbound ports 25 and 587, so " +
+        "hosted takes `smtps://` on 465. A secret: its password is never logged or stored.",
+    },
+    SMTP_FROM: {
+      schema: z.string().min(3).default("VM Service <notifications@vm-service.local>"),
+      doc: "The `From` of every email: an address the SMTP provider lets this account send as.",
+    },
+    SITE_URL: {
+      schema: z.url().optional(),
+      whenUnset: "local: the dashboard of `deno task start`; hosted: `SUPABASE_URL`",
+      doc: "The dashboard's address: emails and Slack messages link to it, and approval links " +
+        "open its `/approval` page.",
+    },
+    APPROVAL_REMINDER_MINUTES: {
+      schema: positiveInt(15),
+      doc: "An approval still pending this long after it was asked for is emailed once more, " +
+        "to the same people and the organization's owners and admins.",
+    },
+    APPROVAL_LINK_RATE_LIMIT: {
+      schema: positiveInt(30),
+      doc: "approval-links requests per minute per client address.",
     },
   }),
   ...inGroup("Retention", {
@@ -561,6 +592,20 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     ...ifSet<"sealingKey", Uint8Array>("sealingKey", webhookSecretKey),
     logLevel: e.LOG_LEVEL,
     eventRetentionDays: e.EVENT_RETENTION_DAYS,
+    notifications: {
+      // Absent when hosted without SMTP_URL (no email is sent); `deno task start` sets the
+      // local mail catcher's.
+      ...ifSet("smtpUrl", e.SMTP_URL),
+      from: e.SMTP_FROM,
+      // Where emails, Slack messages and approval links point (the dashboard), no trailing /.
+      siteUrl: (e.SITE_URL ??
+        (local ? `http://127.0.0.1:${e.PORT === 0 ? 54321 : e.PORT}` : e.SUPABASE_URL!)).replace(
+          /\/+$/,
+          "",
+        ),
+      reminderMinutes: e.APPROVAL_REMINDER_MINUTES,
+      approvalLinkRateLimit: e.APPROVAL_LINK_RATE_LIMIT,
+    },
     webhooks: {
       // Absent only when hosted without WEBHOOK_SECRET_KEY: then nothing is delivered.
       ...ifSet<"secretKey", Uint8Array>("secretKey", webhookSecretKey),
@@ -582,6 +627,15 @@ function ifSet<K extends string, V>(key: K, value: V | undefined): { [P in K]?: 
  * stay encrypted at rest, with a key that is public, as the local JWT secret is. Never hosted.
  */
 const LOCAL_WEBHOOK_SECRET_KEY = new TextEncoder().encode("vm-service local webhook key 32b");
+
+/** Why SMTP_URL cannot be used, or undefined when it can: smtp(s)://[user:password@]host[:port]. */
+export function smtpUrlProblem(value: string): string | undefined {
+  if (!URL.canParse(value)) return "not a URL";
+  const url = new URL(value);
+  if (url.protocol !== "smtp:" && url.protocol !== "smtps:") return "not smtp:// or smtps://";
+  if (!url.hostname) return "no host";
+  return undefined;
+}
 
 function decodedLength(base64: string): number {
   try {

@@ -21,6 +21,7 @@ import {
   type OperationDeps,
 } from "../_shared/operations.ts";
 import { deliverDue, type DeliveryReport, noDeliveries } from "../_shared/webhooks/deliver.ts";
+import { type NotificationsReport, notificationsRun } from "./notifications.ts";
 import { controlCosts, type CostControlReport } from "./cost_control.ts";
 
 export interface ReconcileReport {
@@ -37,6 +38,8 @@ export interface ReconcileReport {
   silent: number;
   events: { partitions_created: number; partitions_dropped: number; deliveries_dropped: number };
   webhooks: DeliveryReport;
+  /** Approval reminders queued, emails sent (notifications.ts). */
+  notifications: NotificationsReport;
   /** Schedules fired, idle projects warned and stopped, budgets told of and enforced. */
   cost_control: CostControlReport | null;
 }
@@ -139,6 +142,7 @@ export async function reconcileOnce(
     select private.maintain_event_log(${config.eventRetentionDays}) as events`;
   // Last, so the events this run recorded leave with it.
   const webhooks = await deliverRun(deps);
+  const notifications = await notificationsRun(deps);
 
   return {
     dispatched: due.length,
@@ -151,6 +155,7 @@ export async function reconcileOnce(
     silent,
     events,
     webhooks,
+    notifications,
     cost_control,
   };
 }

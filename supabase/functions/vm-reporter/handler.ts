@@ -24,6 +24,7 @@ import { createDispatch, invalidToken } from "./dispatch.ts";
 import { bearerCredential } from "../_shared/bearer.ts";
 import { isUuid } from "../_shared/uuid.ts";
 import { createWebhookSender } from "../_shared/webhooks/deliver.ts";
+import { createMailSender } from "../_shared/notifications/send.ts";
 
 const MAX_LOGGED_ROUTE = 200;
 
@@ -31,6 +32,7 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
   const { config, sql } = services;
   const requestLog = createRequestLog(sql, services.background, services.log);
   const webhooks = createWebhookSender(services);
+  const emails = createMailSender(services);
   const settings = {
     rate_limit: config.vmReporterRateLimit,
     unauthenticated_limit: config.vmReporterUnauthenticatedLimit,
@@ -113,6 +115,7 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
 
       const data = await dispatch.run(definition.statement, projectId, tokenHash, body);
       if (definition.events) webhooks.soon();
+      if (definition.emails) emails.soon();
       log.debug("vm-reporter request", { route, project_id: projectId });
       return success(
         definition.finish

@@ -31,6 +31,8 @@ export interface Route<C extends RouteContract = RouteContract> {
   statement: RouteStatement;
   /** The route's work can record events: they are delivered right after it. */
   events: boolean;
+  /** The route's work can record an emailed event (contract §13): emails leave right after it. */
+  emails: boolean;
   /**
    * Makes the answer's `data` of what the statement answered, when the database cannot (the
    * manifest opens its sealed secrets with the functions' key). Throws ApiError to refuse.
@@ -47,13 +49,14 @@ export type Finish = (
 export function defineRoute<C extends RouteContract>(
   contract: C,
   statement: RouteStatement,
-  options: { schema?: z.ZodType; events?: boolean; finish?: Finish } = {},
+  options: { schema?: z.ZodType; events?: boolean; emails?: boolean; finish?: Finish } = {},
 ): Route<C> {
   return {
     contract,
     schema: options.schema ?? contract.request,
     statement,
     events: options.events ?? false,
+    emails: options.emails ?? false,
     ...(options.finish ? { finish: options.finish } : {}),
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Sends the webhook deliveries that are due (contract §8, Standard Webhooks 1.0): each claimed
  * in the database with a lease (SKIP LOCKED, so two senders never send the same attempt), signed
- * with every valid secret of its endpoint, POSTed through the SSRF guard within the timeout, and
+ * with every valid secret of its endpoint (or, for an endpoint of `format` slack, made a Slack
+ * message: slack.ts, contract §13), POSTed through the SSRF guard within the timeout, and
  * its outcome recorded (delivered, retried on the schedule, failed after the last, the endpoint
  * disabled on 410 or after hours of failure). At least once: a sender that dies mid-attempt
  * leaves a lease that runs out, and the attempt is made again under the same webhook-id.
@@ -18,10 +19,11 @@ import { describeError, type Logger } from "../log.ts";
 import { decryptSecret } from "../sealing.ts";
 import { postJson } from "./post.ts";
 import { signatureHeader } from "./signature.ts";
+import { slackMessage } from "./slack.ts";
 
 export interface WebhookDeps {
   sql: Sql;
-  config: Pick<Config, "webhooks">;
+  config: Pick<Config, "webhooks" | "notifications">;
   log: Logger;
 }
 
@@ -62,6 +64,8 @@ interface Claimed {
   occurred_at: Date;
   data: Record<string, unknown>;
   attempt: number;
+  format: "standard" | "slack";
+  project_name: string | null;
 }
 
 export async function deliverDue(
@@ -99,22 +103,12 @@ async function attempt(
   let error: string | null = null;
   let retryAfterSeconds: number | null = null;
   try {
-    const secrets = await Promise.all(delivery.secrets.map((s) => decryptSecret(key, s)));
-    const body = JSON.stringify({
-      type: delivery.event_type,
-      timestamp: new Date(delivery.occurred_at).toISOString(),
-      data: delivery.data,
-    });
-    const timestamp = Math.floor(Date.now() / 1000);
+    const { body, headers } = delivery.format === "slack"
+      ? slackDelivery(deps, delivery)
+      : await standardDelivery(key, delivery);
     const answer = await postJson(
       delivery.url,
-      {
-        "content-type": "application/json",
-        "user-agent": "vm-service-webhooks/1",
-        "webhook-id": delivery.event_id,
-        "webhook-timestamp": String(timestamp),
-        "webhook-signature": await signatureHeader(secrets, delivery.event_id, timestamp, body),
-      },
+      { "content-type": "application/json", "user-agent": "vm-service-webhooks/1", ...headers },
       body,
       { allowPrivate: webhooks.allowPrivateUrls, timeoutMs: webhooks.timeoutMs },
     );
@@ -136,6 +130,35 @@ async function attempt(
     });
   }
   return outcome;
+}
+
+/** Standard Webhooks 1.0: `{type, timestamp, data}`, signed with every valid secret. */
+async function standardDelivery(key: Uint8Array, delivery: Claimed) {
+  const secrets = await Promise.all(delivery.secrets.map((s) => decryptSecret(key, s)));
+  const body = JSON.stringify({
+    type: delivery.event_type,
+    timestamp: new Date(delivery.occurred_at).toISOString(),
+    data: delivery.data,
+  });
+  const timestamp = Math.floor(Date.now() / 1000);
+  return {
+    body,
+    headers: {
+      "webhook-id": delivery.event_id,
+      "webhook-timestamp": String(timestamp),
+      "webhook-signature": await signatureHeader(secrets, delivery.event_id, timestamp, body),
+    },
+  };
+}
+
+/** A Slack incoming-webhook message (`text`, `blocks`): Slack's URL is the credential. */
+function slackDelivery(deps: WebhookDeps, delivery: Claimed) {
+  const message = slackMessage({
+    type: delivery.event_type,
+    data: delivery.data,
+    projectName: delivery.project_name,
+  }, deps.config.notifications.siteUrl);
+  return { body: JSON.stringify(message), headers: {} as Record<string, string> };
 }
 
 export interface WebhookSender {

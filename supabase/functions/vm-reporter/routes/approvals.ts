@@ -3,4 +3,4 @@ import { defineRoute } from "../route.ts";
 
 export const approvals = defineRoute(contract, {
   data: "private.request_approval(a.project_id, a.body, $2)",
-}, { events: true });
+}, { events: true, emails: true });

@@ -8,7 +8,7 @@ export const create = defineAction(contract, async (ctx, input) => {
   const { endpoint_id } = await ctx.asUser<{ endpoint_id: string }>((sql) =>
     sql`private.webhook_create(
       ${input.organization_id}, ${input.url}, ${input.event_types ?? null}::text[],
-      ${input.description ?? null}, decode(${sealedHex}, 'hex')
+      ${input.description ?? null}, decode(${sealedHex}, 'hex'), ${input.format ?? "standard"}
     )`
   );
   return { endpoint_id, secret };
