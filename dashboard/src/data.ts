@@ -135,3 +135,46 @@ export async function projectSecrets(
       .eq("project_id", projectId).order("name"),
   );
 }
+
+/** What cost control reads of the project's row (contract §12): the settings and their state. */
+export type CostControl = Pick<
+  Project,
+  | "idle_stop_minutes"
+  | "schedule"
+  | "next_scheduled_start_at"
+  | "next_scheduled_stop_at"
+  | "monthly_budget_usd"
+  | "budget_alert_percent"
+  | "last_stop_reason"
+>;
+
+export interface Schedule {
+  timezone: string;
+  start: string | null;
+  stop: string | null;
+}
+
+/** The project's cost control settings as its row has them now (Settings). */
+export async function projectCostControl(
+  client: DashboardClient,
+  projectId: string,
+): Promise<CostControl | null> {
+  return answered(
+    await client.from("projects").select(
+      "idle_stop_minutes, schedule, next_scheduled_start_at, next_scheduled_stop_at, " +
+        "monthly_budget_usd, budget_alert_percent, last_stop_reason",
+    ).eq("id", projectId).maybeSingle(),
+  ) as CostControl | null;
+}
+
+export type MonthToDate = Tables<"month_to_date_costs">;
+
+/** This UTC month's model and compute cost of the project, with its budget (Costs). */
+export async function monthToDate(
+  client: DashboardClient,
+  projectId: string,
+): Promise<MonthToDate | null> {
+  return answered(
+    await client.from("month_to_date_costs").select("*").eq("project_id", projectId).maybeSingle(),
+  );
+}

@@ -1,7 +1,8 @@
 /**
  * One line a person reads for an activity or audit entry: the team's own entries (agent/team/)
  * name what happened — the commit pushed with its subject and lines, the files of a conflict,
- * what a session cost — instead of leaving it in a details blob nobody opens.
+ * what a session cost, why the platform stopped the project — instead of leaving it in a details
+ * blob nobody opens.
  */
 type Details = Record<string, unknown> | null | undefined;
 
@@ -32,6 +33,24 @@ export function entryText(action: string, details: Details): string {
       return `session failed: ${str(d.error)}`;
     case "session_cut":
       return `session cut (${str(d.exit_status)})`;
+    // Cost control (contract §12): why the platform stopped or did not start the project.
+    case "vm_stop_requested":
+      return d.reason === "idle"
+        ? `stop requested: idle for ${num(d.idle_stop_minutes)} minutes`
+        : d.reason === "budget"
+        ? `stop requested: the monthly budget of $${num(d.budget_usd).toFixed(2)} is reached`
+        : d.reason === "schedule"
+        ? `stop requested by the schedule (${str(d.timezone)})`
+        : action;
+    case "vm_start_requested":
+      return d.reason === "schedule"
+        ? `start requested by the schedule (${str(d.timezone)})`
+        : action;
+    case "vm_start_skipped":
+      return `scheduled start skipped: ${str(d.message)}`;
+    case "budget_exceeded":
+      return `monthly budget reached: $${num(d.month_to_date_usd).toFixed(2)} of ` +
+        `$${num(d.budget_usd).toFixed(2)}`;
     default:
       return action;
   }

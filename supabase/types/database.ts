@@ -257,6 +257,12 @@ export type Database = {
         };
         Relationships: [];
       };
+      notification_preferences: {
+        Row: { email_event_types: string[]; updated_at: string; user_id: string };
+        Insert: { email_event_types: string[]; updated_at?: string; user_id: string };
+        Update: { email_event_types?: string[]; updated_at?: string; user_id?: string };
+        Relationships: [];
+      };
       organization_members: {
         Row: { created_at: string; organization_id: string; role: string; user_id: string };
         Insert: { created_at?: string; organization_id: string; role?: string; user_id: string };
@@ -437,19 +443,26 @@ export type Database = {
       };
       projects: {
         Row: {
+          budget_alert_percent: number;
           created_at: string;
           health_status: string;
           id: string;
+          idle_stop_minutes: number | null;
           is_transitional: boolean;
           last_error: string | null;
+          last_stop_reason: string | null;
           manifest_revision: number;
+          monthly_budget_usd: number | null;
           name: string;
+          next_scheduled_start_at: string | null;
+          next_scheduled_stop_at: string | null;
           observed_power: string | null;
           organization_id: string;
           power_checked_at: string | null;
           region: string;
           repository_branch: string;
           repository_url: string | null;
+          schedule: Json | null;
           status: string;
           status_changed_at: string;
           stuck_recorded_at: string | null;
@@ -457,19 +470,26 @@ export type Database = {
           vm_size: string;
         };
         Insert: {
+          budget_alert_percent?: number;
           created_at?: string;
           health_status?: string;
           id?: string;
+          idle_stop_minutes?: number | null;
           is_transitional?: never;
           last_error?: string | null;
+          last_stop_reason?: string | null;
           manifest_revision?: number;
+          monthly_budget_usd?: number | null;
           name: string;
+          next_scheduled_start_at?: string | null;
+          next_scheduled_stop_at?: string | null;
           observed_power?: string | null;
           organization_id: string;
           power_checked_at?: string | null;
           region?: string;
           repository_branch?: string;
           repository_url?: string | null;
+          schedule?: Json | null;
           status?: string;
           status_changed_at?: string;
           stuck_recorded_at?: string | null;
@@ -477,19 +497,26 @@ export type Database = {
           vm_size?: string;
         };
         Update: {
+          budget_alert_percent?: number;
           created_at?: string;
           health_status?: string;
           id?: string;
+          idle_stop_minutes?: number | null;
           is_transitional?: never;
           last_error?: string | null;
+          last_stop_reason?: string | null;
           manifest_revision?: number;
+          monthly_budget_usd?: number | null;
           name?: string;
+          next_scheduled_start_at?: string | null;
+          next_scheduled_stop_at?: string | null;
           observed_power?: string | null;
           organization_id?: string;
           power_checked_at?: string | null;
           region?: string;
           repository_branch?: string;
           repository_url?: string | null;
+          schedule?: Json | null;
           status?: string;
           status_changed_at?: string;
           stuck_recorded_at?: string | null;
@@ -646,6 +673,12 @@ export type Database = {
         };
         Relationships: [];
       };
+      vm_prices: {
+        Row: { region: string; updated_at: string; usd_per_hour: number; vm_size: string };
+        Insert: { region: string; updated_at?: string; usd_per_hour: number; vm_size: string };
+        Update: { region?: string; updated_at?: string; usd_per_hour?: number; vm_size?: string };
+        Relationships: [];
+      };
       vm_reporter_request_log: {
         Row: {
           created_at: string;
@@ -742,6 +775,7 @@ export type Database = {
           disabled_reason: string | null;
           enabled: boolean;
           event_types: string[] | null;
+          format: string;
           id: string;
           organization_id: string;
           url: string;
@@ -752,6 +786,7 @@ export type Database = {
           disabled_reason?: string | null;
           enabled?: boolean;
           event_types?: string[] | null;
+          format?: string;
           id?: string;
           organization_id: string;
           url: string;
@@ -762,6 +797,7 @@ export type Database = {
           disabled_reason?: string | null;
           enabled?: boolean;
           event_types?: string[] | null;
+          format?: string;
           id?: string;
           organization_id?: string;
           url?: string;
@@ -825,6 +861,20 @@ export type Database = {
           output_tokens: number | null;
           project_id: string | null;
           sessions: number | null;
+        };
+        Relationships: [];
+      };
+      month_to_date_costs: {
+        Row: {
+          budget_alert_percent: number | null;
+          compute_hours: number | null;
+          compute_usd: number | null;
+          model_usd: number | null;
+          month: string | null;
+          monthly_budget_usd: number | null;
+          project_id: string | null;
+          total_usd: number | null;
+          vm_usd_per_hour: number | null;
         };
         Relationships: [];
       };
@@ -913,6 +963,7 @@ export type Database = {
         Returns: number;
       };
       send_agent_message: { Args: { p_project_id: string; p_content: string }; Returns: string };
+      set_notification_preferences: { Args: { p_email_event_types: string[] }; Returns: string[] };
     };
     Enums: { [_ in never]: never };
     CompositeTypes: { [_ in never]: never };

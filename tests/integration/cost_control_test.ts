@@ -412,6 +412,56 @@ Deno.test("cost control settings: owners and admins set them, a member gets 403"
   const { project } = ok<StatusData>(await api.act(member, "status", projectId));
   assert.equal(project.idle_stop_minutes, 60);
   assert.equal(project.monthly_budget_usd, null);
+
+  // Bad input: 400 invalid_request, a sentence naming the field; nothing changes.
+  const bad = async (fields: Record<string, unknown>, sentence: RegExp) =>
+    assert.match(
+      refused(await api.act(owner, "update", projectId, fields), 400, "invalid_request"),
+      sentence,
+    );
+  await bad(
+    { schedule: { timezone: "Mars/Olympus_Mons", start: "0 9 * * 1-5", stop: null } },
+    /^schedule\.timezone: must be an IANA time zone name such as Europe\/Paris/,
+  );
+  await bad(
+    { schedule: { timezone: "UTC", start: "0 0 9 * * 1-5", stop: null } },
+    /^schedule\.start: must be a cron expression of 5 fields/,
+  );
+  await bad(
+    { schedule: { timezone: "UTC", start: null, stop: "0 99 * * *" } },
+    /^schedule\.stop: must be a valid cron expression/,
+  );
+  await bad({ idle_stop_minutes: 0 }, /idle_stop_minutes: must be between 1 and 10080/);
+  await bad({ monthly_budget_usd: -5 }, /monthly_budget_usd: must be more than 0/);
+  await bad({ monthly_budget_usd: 1.005 }, /monthly_budget_usd: must be in whole cents/);
+  await bad({ budget_alert_percent: 100 }, /budget_alert_percent: must be between 1 and 99/);
+
+  // The owner sets them all, then clears what may be cleared.
+  const set = ok<{ project: Project }>(
+    await api.act(owner, "update", projectId, {
+      idle_stop_minutes: 10080,
+      schedule: { timezone: "Europe/Paris", start: "30 8 * * 1-5" },
+      monthly_budget_usd: 12.5,
+      budget_alert_percent: 50,
+    }),
+  ).project;
+  assert.deepEqual(set.schedule, { timezone: "Europe/Paris", start: "30 8 * * 1-5", stop: null });
+  assert.equal(set.next_scheduled_stop_at, null);
+  assert.match(set.next_scheduled_start_at ?? "", /T0[67]:30:00\.000Z$/, "08:30 in Paris");
+  assert.equal(set.monthly_budget_usd, 12.5);
+  assert.equal(set.budget_alert_percent, 50);
+  const cleared = ok<{ project: Project }>(
+    await api.act(owner, "update", projectId, {
+      idle_stop_minutes: null,
+      schedule: null,
+      monthly_budget_usd: null,
+    }),
+  ).project;
+  assert.deepEqual(
+    [cleared.idle_stop_minutes, cleared.schedule, cleared.next_scheduled_start_at],
+    [null, null, null],
+  );
+  assert.equal(cleared.monthly_budget_usd, null);
 });
 
 async function status(sql: postgres.Sql, projectId: string): Promise<string> {

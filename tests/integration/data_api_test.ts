@@ -15,6 +15,9 @@ import type { TestServer } from "../helpers/server.ts";
 /** The four dashboard write RPCs (contract §2). */
 const RPCS = ["decide_approval", "queue_vm_command", "save_persona_file", "send_agent_message"];
 
+/** Readable by every signed-in user, tenant or not (the price list, contract §12); anon none. */
+const SHARED = new Set(["vm_prices"]);
+
 /** How each readable relation names its tenant (the rest carry `project_id`). */
 const TENANT_COLUMN: Record<
   string,
@@ -49,6 +52,13 @@ Deno.test("supabase-js reads every dashboard relation through /rest/v1 under RLS
 
   for (const { name } of readable) {
     await t.step(`${name}: a member sees their tenant's rows only; anon sees none`, async () => {
+      if (SHARED.has(name)) {
+        const { data, error } = await member.from(name).select("*");
+        assert.equal(error, null, `${name}: ${JSON.stringify(error)}`);
+        assert.ok(data!.length > 0, `${name}: a signed-in user sees the shared rows`);
+        assert.deepEqual((await anon.from(name).select("*")).data ?? [], [], `${name}: anon`);
+        return;
+      }
       const tenant = TENANT_COLUMN[name] ?? { column: "project_id", scope: "project" };
       const own = tenant.scope === "project"
         ? a.projectId
