@@ -41,6 +41,10 @@ const PRELOAD_ROWS = Number(Deno.env.get("BENCH_PRELOAD_ROWS") ?? 0);
 /** Also print each scenario's N most expensive statements (where the database time goes). */
 const TOP_STATEMENTS = Number(Deno.env.get("BENCH_TOP_STATEMENTS") ?? 0);
 const MAX_REQUESTS_PER_SCENARIO = 200_000;
+/** `cost-control`: only the cost control section (benchCostControl), not the request scenarios. */
+const ONLY = Deno.env.get("BENCH_ONLY") ?? "";
+/** Running projects the cost control section seeds (each with a budget and an idle stop). */
+const COST_CONTROL_PROJECTS = Number(Deno.env.get("BENCH_COST_CONTROL_PROJECTS") ?? 10_000);
 const say = (line: string) => console.error(`[bench] ${line}`);
 /** vm-reconciler's secret, for the one run the webhook delivery bench calls. */
 const RECONCILER_SECRET = crypto.randomUUID() + crypto.randomUUID();
@@ -56,6 +60,15 @@ const database = await startThrowawayDatabase("vm_service_bench", say, {
 const sql = postgres(database.url, { max: 4, onnotice: () => {} });
 try {
   await sql`create extension if not exists pg_stat_statements`;
+  if (ONLY !== "cost-control") await benchRequests();
+  await benchCostControl();
+} finally {
+  await sql.end();
+  await database.stop();
+}
+
+/** The request scenarios, webhook delivery and (with BENCH_PRELOAD_ROWS) the dashboard's reads. */
+async function benchRequests() {
   const { user, projects } = await seed();
   if (PRELOAD_ROWS > 0) await preload(projects.map((p) => p.id));
   await using floor = await spawnService(new URL("./lib/bench_floor.ts", import.meta.url), {
@@ -74,9 +87,6 @@ try {
   await runScenarios(floor, service, projects);
   await benchWebhookDelivery(service);
   if (PRELOAD_ROWS > 0) await timeDashboardViews(user, projects[0]!.id);
-} finally {
-  await sql.end();
-  await database.stop();
 }
 
 /**
@@ -129,6 +139,95 @@ async function benchWebhookDelivery(service: Server) {
       `${data.webhooks.succeeded} | ${received} | ${seconds.toFixed(2)} | ` +
       `${(data.webhooks.sent / seconds).toFixed(0)} |`,
   );
+}
+
+/**
+ * What cost control (contract §12) adds to one reconciler run at COST_CONTROL_PROJECTS running
+ * projects (default 10,000), each with a monthly budget, an idle stop, three agents reporting idle
+ * and five CLI sessions this month: runs of the reconciler (in this process, as the vm-reconciler
+ * function runs it) alternately without and with its cost control step, in the same database, and
+ * the step alone. Nothing is due (no project idle, none over budget), as on most runs; then a
+ * tenth of the projects have their idle warning due, the run that records them timed once.
+ */
+async function benchCostControl() {
+  const { createServices, closeServices } = await import(
+    "../supabase/functions/_shared/services.ts"
+  );
+  const { reconcileOnce } = await import("../supabase/functions/vm-reconciler/reconciler.ts");
+  const { controlCosts } = await import("../supabase/functions/vm-reconciler/cost_control.ts");
+  const n = COST_CONTROL_PROJECTS;
+  say(`cost control: seeding ${n} running projects`);
+  const [{ id: org }] = await sql<[{ id: string }]>`
+    insert into public.organizations (name) values ('cost control bench') returning id`;
+  await sql`
+    insert into public.projects (organization_id, name, status, health_status, monthly_budget_usd,
+      idle_stop_minutes)
+    select ${org}, 'cost ' || i, 'active', 'degraded', 100, 60 from generate_series(1, ${n}) i`;
+  await sql`
+    insert into public.project_agents (project_id, name, status, last_reported_at)
+    select p.id, a.name, 'idle', now() from public.projects p,
+      (values ('lead'), ('builder'), ('reviewer')) as a (name)
+    where p.organization_id = ${org}`;
+  await sql`
+    insert into public.cli_sessions (project_id, session_id, agent, model, started_at, ended_at,
+      input_tokens, output_tokens, cost_usd)
+    select p.id, 's' || s, 'lead', 'claude-sonnet-4-5', now() - interval '2 hours',
+      now() - interval '1 hour', 10000, 500, 0.25
+    from public.projects p, generate_series(1, 5) s where p.organization_id = ${org}`;
+  await sql`vacuum (analyze)`;
+  const services = await createServices(loadConfig({
+    DATABASE_URL: database.url,
+    LOG_LEVEL: "warn",
+    // Settled projects are compared with their (absent) VMs only after a day: not in this bench.
+    DRIFT_SETTLE_SECONDS: "86400",
+  }));
+  try {
+    const timed = async (work: () => Promise<unknown>) => {
+      const started = performance.now();
+      await work();
+      return performance.now() - started;
+    };
+    const run = (costControl: boolean) => () =>
+      reconcileOnce(services, undefined, undefined, { costControl });
+    for (let i = 0; i < 2; i++) await run(true)(); // warm-up: JIT, connections, plans
+    const without: number[] = [];
+    const withStep: number[] = [];
+    const step: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      without.push(await timed(run(false)));
+      withStep.push(await timed(run(true)));
+      step.push(await timed(() => controlCosts(services)));
+    }
+    // A tenth idle for 55 of their 60 minutes: the run that warns them (the rows it writes).
+    await sql`
+      update private.project_costs c set last_activity_at = now() - interval '55 minutes'
+      from public.projects p
+      where p.id = c.project_id and p.organization_id = ${org} and p.name like '%0'`;
+    await sql`update public.project_agents a set last_reported_at = now() - interval '55 minutes'
+      from public.projects p
+      where p.id = a.project_id and p.organization_id = ${org} and p.name like '%0'`;
+    let warned = 0;
+    const warning = await timed(async () => {
+      warned = (await controlCosts(services)).idle.warned;
+    });
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+    const ms = (value: number) => value.toFixed(1);
+    console.log(
+      `\n| cost control, ${n} running projects (median of 7) | run without the step ms | ` +
+        `run with it ms | added ms | the step alone ms |`,
+    );
+    console.log(`|---|---:|---:|---:|---:|`);
+    console.log(
+      `| nothing due (budgets, idle stops, no schedule) | ${ms(median(without))} | ` +
+        `${ms(median(withStep))} | ${ms(median(withStep) - median(without))} | ` +
+        `${ms(median(step))} |`,
+    );
+    console.log(
+      `| ${warned} idle warnings due (project.auto_stop_scheduled) | | | | ${ms(warning)} |`,
+    );
+  } finally {
+    await closeServices(services);
+  }
 }
 
 async function seed(): Promise<{ user: string; projects: BenchProject[] }> {

@@ -287,7 +287,8 @@ create trigger vm_commands_user_activity
 -- × the hourly price of its size and region; vm_usd_per_hour null: no price, compute counts $0),
 -- and its budget. At private.cost_clock(): the database's clock for everyone but the reconciler.
 create view public.month_to_date_costs with (security_invoker = true) as
-with clock as (
+-- Materialized: the clock is read once per query, not once per row.
+with clock as materialized (
   select t as at, private.utc_month(t) as month,
          private.utc_month(t)::timestamp at time zone 'UTC' as month_start
   from (select private.cost_clock() as t) x
@@ -297,7 +298,7 @@ select s.project_id, s.month, s.model_usd, s.compute_hours, s.vm_usd_per_hour, s
 from (
   select p.id as project_id, clock.month,
          case when c.month = clock.month then c.model_usd else 0 end as model_usd,
-         round(h.hours, 4) as compute_hours,
+         round(h.hours, 6) as compute_hours,
          v.usd_per_hour as vm_usd_per_hour,
          round(h.hours * coalesce(v.usd_per_hour, 0), 6) as compute_usd,
          p.monthly_budget_usd, p.budget_alert_percent
@@ -554,19 +555,22 @@ declare
   v_stopped integer := 0;
 begin
   for v in
-    select q.*, q.last_at + make_interval(mins => q.idle_stop_minutes) as deadline
+    select q.*, q.last_at + q.idle_stop_minutes * interval '1 minute' as deadline
     from (
       select p.id, p.organization_id, p.idle_stop_minutes, c.idle_stop_at, c.idle_stop_after,
-             greatest(c.last_activity_at, (
-               select max(a.last_reported_at) from public.project_agents a
-               where a.project_id = p.id and a.status = 'active'
-             )) as last_at,
-             make_interval(secs => least(p_warning_minutes * 60, p.idle_stop_minutes * 30)) as lead
+             greatest(c.last_activity_at, a.active_at) as last_at,
+             least(p_warning_minutes * 60, p.idle_stop_minutes * 30) * interval '1 second' as lead
       from public.projects p
       join private.project_costs c on c.project_id = p.id
+      -- One pass over the agents reported active (few), not a probe per project.
+      left join (
+        select project_id, max(last_reported_at) as active_at
+        from public.project_agents where status = 'active'
+        group by project_id
+      ) a on a.project_id = p.id
       where p.status in ('active', 'running') and p.idle_stop_minutes is not null
     ) q
-    where p_now >= q.last_at + make_interval(mins => q.idle_stop_minutes) - q.lead
+    where p_now >= q.last_at + q.idle_stop_minutes * interval '1 minute' - q.lead
     order by q.last_at
     limit p_limit
   loop
