@@ -109,6 +109,7 @@ Deno.test("idle auto-stop: warned once per deadline, moved by a message, stopped
   await t.step("before the warning time (half of one minute), nothing", async () => {
     const report = await stack.reconcile({ now: plus(t0, 29 * SECOND) });
     assert.deepEqual(report.cost_control?.idle, { warned: 0, stopped: 0 });
+    assert.deepEqual(report.cost_control?.failed, []);
     assert.equal((await eventsOf(sql, projectId, "project.auto_stop_scheduled")).length, 0);
   });
 

@@ -15,6 +15,8 @@ export interface CostControlReport {
   schedules: { started: number; stopped: number; skipped: number; planned: number };
   idle: { warned: number; stopped: number };
   budgets: { alerted: number; exceeded: number; stopped: number };
+  /** The rules that failed this run (logged); the rest of the run goes on without them. */
+  failed: ("schedules" | "idle" | "budgets")[];
 }
 
 /** Schedules handled per statement, and statements per run (a 09:00 burst takes a few). */
@@ -27,15 +29,43 @@ export async function controlCosts(
   deps: OperationDeps,
   now: Date = new Date(),
 ): Promise<CostControlReport> {
-  const { sql, config } = deps;
-  const schedules = await fireDueSchedules(deps, now);
-  const [{ idle }] = await sql<[{ idle: CostControlReport["idle"] }]>`
-    select private.enforce_idle_stops(
-      ${now.toISOString()}::timestamptz, ${config.costControl.autoStopWarningMinutes}, ${IDLE_LIMIT}
-    ) as idle`;
-  const [{ budgets }] = await sql<[{ budgets: CostControlReport["budgets"] }]>`
-    select private.enforce_budgets(null, ${now.toISOString()}::timestamptz) as budgets`;
-  return { schedules, idle, budgets };
+  const { sql, config, log } = deps;
+  const failed: CostControlReport["failed"] = [];
+  // A rule that fails (the database, a bug) is logged and skipped: the reconciler's other work,
+  // and the other rules, go on; the next run tries again.
+  const guarded = async <T>(
+    rule: CostControlReport["failed"][number],
+    work: () => Promise<T>,
+    none: T,
+  ) => {
+    try {
+      return await work();
+    } catch (error) {
+      failed.push(rule);
+      log.error("cost control failed", { rule, ...describeError(error) });
+      return none;
+    }
+  };
+  const schedules = await guarded("schedules", () => fireDueSchedules(deps, now), {
+    started: 0,
+    stopped: 0,
+    skipped: 0,
+    planned: 0,
+  });
+  const idle = await guarded("idle", async () => {
+    const [row] = await sql<[{ idle: CostControlReport["idle"] }]>`
+      select private.enforce_idle_stops(
+        ${now.toISOString()}::timestamptz, ${config.costControl.autoStopWarningMinutes},
+        ${IDLE_LIMIT}
+      ) as idle`;
+    return row.idle;
+  }, { warned: 0, stopped: 0 });
+  const budgets = await guarded("budgets", async () => {
+    const [row] = await sql<[{ budgets: CostControlReport["budgets"] }]>`
+      select private.enforce_budgets(null, ${now.toISOString()}::timestamptz) as budgets`;
+    return row.budgets;
+  }, { alerted: 0, exceeded: 0, stopped: 0 });
+  return { schedules, idle, budgets, failed };
 }
 
 interface DueSchedule {
