@@ -11,7 +11,10 @@
  * - virtual_machines.ts: the VM verbs and the async operation URLs;
  * - state.ts: the VMs and operations, settled lazily from timestamps;
  * - examples.ts, bodies.ts: answers built from Microsoft's official examples;
- * - faults.ts, requests.ts, responses.ts: scripted faults, the request log, ARM's JSON and errors.
+ * - throttling.ts: ARM's per-subscription token buckets (429 + `Retry-After`, the
+ *   `x-ms-ratelimit-remaining-subscription-*` headers), at ARM's documented limits by default;
+ * - faults.ts, requests.ts, responses.ts: scripted faults and late answers, the request log,
+ *   ARM's JSON and errors.
  *
  * Children (the product server) must trust the CA: pass `trustEnv` (`DENO_CERT` AND
  * `NODE_EXTRA_CA_CERTS`). `DENO_CERT` alone covers `fetch`, but the Azure SDKs send through
@@ -19,7 +22,7 @@
  * `NODE_EXTRA_CA_CERTS`; see tests/integration/arm_server_test.ts.
  */
 import { dispatch } from "./arm/dispatch.ts";
-import { createFaults, type FaultHandle, type FaultRule } from "./arm/faults.ts";
+import { createFaults, type DelayRule, type FaultHandle, type FaultRule } from "./arm/faults.ts";
 import { createIdentity } from "./arm/identity.ts";
 import { type ArmRequestRecord, recordOf } from "./arm/requests.ts";
 import { armError, json } from "./arm/responses.ts";
@@ -32,9 +35,23 @@ import {
   type PowerState,
 } from "./arm/state.ts";
 import { createVirtualMachines } from "./arm/virtual_machines.ts";
+import {
+  createThrottling,
+  type OperationType,
+  type ThrottlingCounts,
+  type ThrottlingOptions,
+} from "./arm/throttling.ts";
 import { createTestTls } from "./test_tls.ts";
 
-export { armFaults, type FaultHandle, type FaultRule } from "./arm/faults.ts";
+export { armFaults, type DelayRule, type FaultHandle, type FaultRule } from "./arm/faults.ts";
+export {
+  ARM_SUBSCRIPTION_LIMITS,
+  type BucketLimits,
+  type OperationType,
+  REMAINING_HEADER,
+  type ThrottlingCounts,
+  type ThrottlingOptions,
+} from "./arm/throttling.ts";
 export type { ArmRequestRecord } from "./arm/requests.ts";
 export type { ArmOperationName } from "./arm/route.ts";
 export type {
@@ -56,6 +73,11 @@ export interface ArmServerOptions {
   provisionMs?: number;
   /** Time of start / deallocate / powerOff / delete / update. Default 200 ms. */
   operationMs?: number;
+  /**
+   * The subscription's token buckets per operation type (`false`: not limited). Default: ARM's
+   * documented limits (reads 250 + 25/s, writes 200 + 10/s, deletes 200 + 10/s).
+   */
+  throttling?: ThrottlingOptions;
 }
 
 export interface ArmServer extends AsyncDisposable {
@@ -77,8 +99,16 @@ export interface ArmServer extends AsyncDisposable {
   readonly operations: ReadonlyMap<string, ArmAsyncOperation>;
   /** Access tokens issued by the token endpoint. */
   readonly tokensIssued: number;
+  /** What the throttling let through and refused, by operation type and by operation. */
+  readonly throttling: ThrottlingCounts;
+  /** Tokens left in a bucket now (undefined when that type is not limited). */
+  tokens(type: OperationType): number | undefined;
+  /** Another client of the same principal spends `count` tokens (e.g. an operator's script). */
+  spendTokens(type: OperationType, count: number): void;
   /** The next `times` matching requests get this answer instead. */
   fault(rule: FaultRule): FaultHandle;
+  /** The next `times` matching requests are carried out at once and answered `ms` later. */
+  delayAnswers(rule: DelayRule): FaultHandle;
   clearFaults(): void;
   /** The next provisioning (create, or a PUT re-provisioning) of `vmName` ends `Failed/<code>`. */
   failProvisioning(vmName: string, code?: string, message?: string): void;
@@ -100,6 +130,10 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
     operationMs: options.operationMs ?? 200,
   });
   const faults = createFaults();
+  const throttling = createThrottling(
+    { subscriptionId: options.subscriptionId, principalId: options.clientId },
+    options.throttling,
+  );
   const requests: ArmRequestRecord[] = [];
 
   const server = Deno.serve(
@@ -118,6 +152,9 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
         response = json(500, armError("InternalServerError", `test ARM server: ${String(error)}`));
       }
       record.status = response.status;
+      const delay = faults.delayFor(route.operation, route.vmName);
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+      record.answeredAt = Date.now();
       return response;
     },
   );
@@ -135,6 +172,7 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
     resourceGroup: options.resourceGroup,
     identity,
     faults,
+    throttling,
     virtualMachines: createVirtualMachines(site, state),
   };
   const httpClient = Deno.createHttpClient({ caCerts: [tls.caCert] });
@@ -164,7 +202,11 @@ export async function startArmServer(options: ArmServerOptions): Promise<ArmServ
     get tokensIssued() {
       return identity.tokensIssued;
     },
+    throttling: throttling.counts,
+    tokens: (type) => throttling.tokens(type),
+    spendTokens: (type, count) => throttling.spend(type, count),
     fault: (rule) => faults.add(rule),
+    delayAnswers: (rule) => faults.addDelay(rule),
     clearFaults: () => faults.clear(),
     failProvisioning: (vmName, code, message) => state.failProvisioning(vmName, code, message),
     setPowerState: (vmName, powerState) => state.setPowerState(vmName, powerState),

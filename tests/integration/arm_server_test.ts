@@ -781,6 +781,82 @@ Deno.test("ARM: scripted faults", () =>
     assert.equal((await call(server, "GET", vmPath("vm1"), { token })).status, 200);
   }, { provisionMs: 100, operationMs: 100 }));
 
+Deno.test("ARM: throttling per subscription, as ARM documents it", () =>
+  withServer(async (server) => {
+    const token = await getToken(server);
+    server.addVm("vm1", { powerState: "running" });
+
+    // Every answer past the bucket says what is left of its operation type.
+    const read = await call(server, "GET", vmPath("vm1", "/instanceView"), { token });
+    assert.equal(read.headers.get("x-ms-ratelimit-remaining-subscription-reads"), "249");
+    assert.equal(read.headers.get("x-ms-ratelimit-remaining-subscription-writes"), null);
+    const writes: Answer[] = [];
+    for (let i = 0; i < 3; i++) {
+      writes.push(await call(server, "POST", vmPath("vm1", "/deallocate"), { token }));
+    }
+    assert.deepEqual(writes.map((w) => w.status), [202, 202, 429]);
+    assert.deepEqual(
+      writes.map((w) => w.headers.get("x-ms-ratelimit-remaining-subscription-writes")),
+      ["1", "0", "0"],
+    );
+    // The refusal: Retry-After in seconds and ARM's error body; nothing was carried out.
+    const refused = writes[2]!;
+    assert.equal(refused.headers.get("retry-after"), "1");
+    assert.equal(refused.body.error.code, "SubscriptionRequestsThrottled");
+    assert.match(refused.body.error.message, /Number of 'write' requests for subscription/);
+    const record = server.requests.at(-1)!;
+    assert.deepEqual([record.throttled, record.retryAfter, record.faulted], [true, 1, false]);
+    assert.equal(
+      [...server.operations.values()].filter((op) => op.kind === "deallocate").length,
+      2,
+    );
+    // A fault rule answers only what passed the bucket; a refused request spends no token.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    server.fault({ operation: "start", ...armFaults.internalError() });
+    const faulted = await call(server, "POST", vmPath("vm1", "/start"), { token });
+    assert.equal(faulted.status, 500);
+    assert.equal(faulted.headers.get("x-ms-ratelimit-remaining-subscription-writes"), "0");
+    // Deletes have their own bucket, unlimited here.
+    const deleted = await call(server, "DELETE", vmPath("vm1"), { token });
+    assert.equal(deleted.status, 202);
+    assert.equal(deleted.headers.get("x-ms-ratelimit-remaining-subscription-deletes"), null);
+    assert.deepEqual(server.throttling.accepted, { reads: 1, writes: 3, deletes: 0 });
+    assert.deepEqual(server.throttling.throttled, { reads: 0, writes: 1, deletes: 0 });
+    assert.deepEqual(server.throttling.byOperation.deallocate, { accepted: 2, throttled: 1 });
+    assert.deepEqual(server.throttling.byOperation.start, { accepted: 1, throttled: 0 });
+
+    // Another client of the same principal empties the bucket.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    server.spendTokens("writes", 10);
+    assert.ok(server.tokens("writes")! < 1);
+    server.addVm("vm2", { powerState: "running" });
+    assert.equal((await call(server, "POST", vmPath("vm2", "/start"), { token })).status, 429);
+  }, { throttling: { writes: { size: 2, refillPerSecond: 1 }, deletes: false } }));
+
+Deno.test("ARM: a delayed answer is carried out at once and answered late", () =>
+  withServer(async (server) => {
+    const token = await getToken(server);
+    server.addVm("vm1", { powerState: "running" });
+    const delayed = server.delayAnswers({ operation: "deallocate", ms: 600 });
+    const sent = Date.now();
+    const pending = call(server, "POST", vmPath("vm1", "/deallocate"), { token });
+    await waitFor(
+      "the deallocation to begin",
+      () => server.vms.get("vm1")!.powerState === "deallocating" || undefined,
+    );
+    assert.ok(Date.now() - sent < 500, "carried out before it is answered");
+    const answer = await pending;
+    assert.equal(answer.status, 202);
+    assert.ok(Date.now() - sent >= 600);
+    const record = server.requests.at(-1)!;
+    assert.ok(record.answeredAt - record.at >= 600);
+    assert.deepEqual([delayed.hits, delayed.remaining], [1, 0]);
+    // Only the next one was delayed.
+    const quick = Date.now();
+    await call(server, "POST", vmPath("vm1", "/start"), { token });
+    assert.ok(Date.now() - quick < 500);
+  }, { operationMs: 2_000 }));
+
 Deno.test("ARM: failed provisioning", () =>
   withServer(async (server) => {
     const token = await getToken(server);

@@ -1,8 +1,10 @@
 /**
  * Which handler answers a routed request. Identity requests go to identity.ts; every ARM request
  * is first checked as ARM checks it (bearer token, api-version, subscription, resource group, in
- * that order), then scripted faults get their turn, then virtual_machines.ts answers. A request
- * no route matches is a 405 on a VM or operation path, else a 404.
+ * that order), then takes its token of the subscription's throttling bucket (throttling.ts: 429
+ * with `Retry-After` when it is empty), then scripted faults get their turn, then
+ * virtual_machines.ts answers; every answer past the bucket carries the remaining-requests
+ * header. A request no route matches is a 405 on a VM or operation path, else a 404.
  *
  * The SDK `@azure/arm-compute` 25.1.1 sends `api-version=2026-04-01`; any
  * `YYYY-MM-DD[-preview]` is accepted and echoed into the async operation URLs.
@@ -12,6 +14,7 @@ import type { Identity } from "./identity.ts";
 import type { ArmRequestRecord } from "./requests.ts";
 import { armError, json } from "./responses.ts";
 import { isResourcePath, type Route } from "./route.ts";
+import type { Throttling } from "./throttling.ts";
 import type { VmHandler } from "./virtual_machines.ts";
 
 const API_VERSION = /^\d{4}-\d{2}-\d{2}(-preview)?$/;
@@ -21,6 +24,7 @@ export interface Handlers {
   resourceGroup: string;
   identity: Identity;
   faults: Faults;
+  throttling: Throttling;
   virtualMachines: VmHandler;
 }
 
@@ -57,10 +61,18 @@ export function dispatch(
       );
     default: {
       const apiVersion = url.searchParams.get("api-version") ?? "";
-      return identity.authorize(req) ??
-        refusal(handlers, r, url, apiVersion) ??
-        faults.take(record, r.operation, r.vmName) ??
+      const refused = identity.authorize(req) ?? refusal(handlers, r, url, apiVersion);
+      if (refused) return refused;
+      const admission = handlers.throttling.admit(req.method, r.operation);
+      if (admission.refusal) {
+        record.throttled = true;
+        record.retryAfter = admission.retryAfterSeconds;
+        return admission.refusal;
+      }
+      const response = faults.take(record, r.operation, r.vmName) ??
         handlers.virtualMachines(r, url, apiVersion, text);
+      if (admission.header) response.headers.set(...admission.header);
+      return response;
     }
   }
 }

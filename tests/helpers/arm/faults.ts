@@ -1,6 +1,8 @@
 /**
  * Scripted faults: the next matching requests get a given answer instead of the real one, so a
- * test can make Azure refuse, throttle or fail exactly where it wants.
+ * test can make Azure refuse, throttle or fail exactly where it wants; or their real answer,
+ * late (`DelayRule`): the request is carried out at once and its answer held back, as when
+ * Azure accepted a call whose answer the caller stopped waiting for.
  */
 import type { ArmRequestRecord } from "./requests.ts";
 import { armError, json, resourceNotFound } from "./responses.ts";
@@ -15,6 +17,16 @@ export interface FaultRule {
   body?: unknown;
   headers?: Record<string, string>;
   /** Only requests for this VM (ARM operations only). */
+  vmName?: string;
+}
+
+export interface DelayRule {
+  operation: ArmOperationName;
+  /** How long the answer is held back, in milliseconds. */
+  ms: number;
+  /** How many matching requests are delayed. Default 1; `Infinity` allowed. */
+  times?: number;
+  /** Only requests for this VM. */
   vmName?: string;
 }
 
@@ -101,6 +113,9 @@ interface FaultState {
 
 export interface Faults {
   add(rule: FaultRule): FaultHandle;
+  addDelay(rule: DelayRule): FaultHandle;
+  /** How long to hold back the answer to this request (0: not at all), counting it as a hit. */
+  delayFor(operation: ArmOperationName | undefined, vmName: string | undefined): number;
   clear(): void;
   /** The answer of the first rule that still matches (marking the record), or undefined. */
   take(
@@ -110,26 +125,47 @@ export interface Faults {
   ): Response | undefined;
 }
 
+function handle(state: { remaining: number; hits: number }): FaultHandle {
+  return {
+    get hits() {
+      return state.hits;
+    },
+    get remaining() {
+      return state.remaining;
+    },
+    cancel() {
+      state.remaining = 0;
+    },
+  };
+}
+
 export function createFaults(): Faults {
   const faults: FaultState[] = [];
+  const delays: { rule: DelayRule; remaining: number; hits: number }[] = [];
   return {
     add(rule) {
       const state: FaultState = { rule: { ...rule }, remaining: rule.times ?? 1, hits: 0 };
       faults.push(state);
-      return {
-        get hits() {
-          return state.hits;
-        },
-        get remaining() {
-          return state.remaining;
-        },
-        cancel() {
-          state.remaining = 0;
-        },
-      };
+      return handle(state);
+    },
+    addDelay(rule) {
+      const state = { rule: { ...rule }, remaining: rule.times ?? 1, hits: 0 };
+      delays.push(state);
+      return handle(state);
+    },
+    delayFor(operation, vmName) {
+      const found = delays.find((d) =>
+        d.remaining > 0 && d.rule.operation === operation &&
+        (d.rule.vmName === undefined || d.rule.vmName === vmName)
+      );
+      if (!found) return 0;
+      found.remaining--;
+      found.hits++;
+      return found.rule.ms;
     },
     clear() {
       faults.length = 0;
+      delays.length = 0;
     },
     take(record, operation, vmName) {
       const found = faults.find((f) =>

@@ -16,7 +16,14 @@ export interface ArmRequestRecord {
   status: number;
   /** Answered by a `fault` rule. */
   faulted: boolean;
+  /** Answered 429 by the subscription's throttling (throttling.ts), not by a fault rule. */
+  throttled: boolean;
+  /** The `Retry-After` (seconds) of that 429. */
+  retryAfter: number | undefined;
+  /** When it arrived (ms since the epoch). */
   at: number;
+  /** When its answer left, after any delay (`delayAnswers`); 0 until answered. */
+  answeredAt: number;
 }
 
 /** The record of a request before it is answered; credentials never reach the log. */
@@ -37,7 +44,10 @@ export function recordOf(
     vmName: route.vmName,
     status: 0,
     faulted: false,
+    throttled: false,
+    retryAfter: undefined,
     at: Date.now(),
+    answeredAt: 0,
   };
 }
 

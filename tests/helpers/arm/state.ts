@@ -145,16 +145,19 @@ export const normalizeLocation = (location: string) => location.toLowerCase().re
 export function createArmState(timing: { provisionMs: number; operationMs: number }): ArmState {
   const vms = new Map<string, VmState>();
   const ops = new Map<string, OpState>();
+  /** The operations still InProgress: settling looks at these only (a burst leaves thousands). */
+  const running = new Set<OpState>();
   const failNext = new Map<string, { code: string; message: string }>();
 
   function settle(now = Date.now()) {
-    const due = [...ops.values()]
+    const due = [...running]
       .filter((op) => op.status === "InProgress" && op.completesAt <= now)
       .sort((a, b) => a.completesAt - b.completesAt);
     for (const op of due) complete(op);
   }
 
   function complete(op: OpState) {
+    running.delete(op);
     op.endMs = op.completesAt;
     op.status = "Succeeded";
     const vm = vms.get(op.vmName);
@@ -204,6 +207,7 @@ export function createArmState(timing: { provisionMs: number; operationMs: numbe
     if (vm.pending) {
       const previous = ops.get(vm.pending);
       if (previous && previous.status === "InProgress") {
+        running.delete(previous);
         previous.status = "Canceled";
         previous.endMs = now;
         previous.error = {
@@ -226,6 +230,7 @@ export function createArmState(timing: { provisionMs: number; operationMs: numbe
       forceDeletion,
     };
     ops.set(op.id, op);
+    running.add(op);
     vm.pending = op.id;
     return op;
   }
