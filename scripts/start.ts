@@ -2,11 +2,11 @@
  * `deno task start`: the whole service on one machine, as `supabase start` lays it out. Opens the
  * database (DATABASE_URL, or a private cluster under `.local/`, seeded when new), applies pending
  * migrations, starts the Data API (PostgREST), serves it at http://127.0.0.1:$PORT/rest/v1 and the
- * functions at /functions/v1/<name> on the same port, runs the reconciler every
- * RECONCILE_INTERVAL_MS, runs a mail catcher with a web page unless SMTP_URL is set (contract
- * §13's emails land there), and stops everything it started on Ctrl-C. Each local VM runs the real
- * agent team: Claude Code sessions (the CLI installed from npm under `.local/`) against
- * ANTHROPIC_BASE_URL when it is set, else against the stack's own model stand-in.
+ * functions at /functions/v1/<name> and Realtime at /realtime/v1/websocket on the same port, runs
+ * the reconciler every RECONCILE_INTERVAL_MS, runs a mail catcher with a web page unless SMTP_URL
+ * is set (contract §13's emails land there), and stops everything it started on Ctrl-C. Each local
+ * VM runs the real agent team: Claude Code sessions (the CLI installed from npm under `.local/`)
+ * against ANTHROPIC_BASE_URL when it is set, else against the stack's own model stand-in.
  */
 import { loadConfig, LOCAL_JWT_ISSUER } from "../supabase/functions/_shared/config.ts";
 import { describeError } from "../supabase/functions/_shared/log.ts";
@@ -36,6 +36,7 @@ import { openLocalDatabase } from "./lib/local_database.ts";
 import { migrate } from "./lib/migrations.ts";
 import { type DataApi, startDataApi } from "./lib/postgrest.ts";
 import { startReconcileLoop } from "./lib/reconcile_loop.ts";
+import { type RealtimeServer, startRealtime } from "./lib/realtime/server.ts";
 import { seed } from "./lib/seed.ts";
 
 const say = (line: string) => console.log(`[start] ${line}`);
@@ -74,6 +75,7 @@ if (config.computeDriver === "local") {
   });
 }
 const reconciler = startReconcileLoop(services, config.reconcileIntervalMs);
+const realtime = await openRealtime();
 
 const server = Deno.serve(
   {
@@ -91,6 +93,10 @@ const server = Deno.serve(
       say(`API URL:       http://127.0.0.1:${port}`);
       say(`REST URL:      http://127.0.0.1:${port}/rest/v1` + (dataApi ? "" : " (not running)"));
       say(`Auth URL:      http://127.0.0.1:${port}/auth/v1 (local sign-in: demo@example.test)`);
+      say(
+        `Realtime URL:  ws://127.0.0.1:${port}/realtime/v1/websocket` +
+          (realtime ? "" : " (not running)"),
+      );
       say(`DB URL:        ${redactPassword(database.url)}`);
       if (dataApi) {
         say(`anon key:      ${dataApi.keys.anon}`);
@@ -122,6 +128,7 @@ const server = Deno.serve(
     },
     ...(dataApi ? { dataApi: dataApi.route } : {}),
     ...(dataApi ? { site: createDashboardSite(dataApi.keys.anon) } : {}),
+    ...(realtime ? { realtime: (request: Request) => realtime.handle(request) } : {}),
     ...(config.jwt.secret
       ? {
         auth: createLocalAuth({
@@ -171,6 +178,34 @@ async function openDataApi(): Promise<
     say(`cannot start: ${(error as Error).message}`);
     await database.stop();
     Deno.exit(1);
+  }
+}
+
+/**
+ * The local Realtime server (Broadcast from Database on private channels), fed by logical
+ * replication. A database that cannot feed it (no wal_level=logical, a role that may not
+ * replicate) gets one sentence saying what to set, and everything else runs without it.
+ */
+async function openRealtime(): Promise<RealtimeServer | undefined> {
+  const jwtSecret = config.jwt.secret;
+  if (!jwtSecret) {
+    say("Realtime: not started (it needs an HS256 JWT secret; none is configured)");
+    return undefined;
+  }
+  try {
+    const started = await startRealtime({
+      databaseUrl: database.url,
+      jwtSecret,
+      log: (line) => say(`Realtime: ${line}`),
+    });
+    if (!started.ok) {
+      say(`Realtime: not started: ${started.problem}; everything else runs.`);
+      return undefined;
+    }
+    return started.server;
+  } catch (error) {
+    say(`Realtime: not started: ${(error as Error).message}; everything else runs.`);
+    return undefined;
   }
 }
 
@@ -226,6 +261,7 @@ async function shutdown(signal: string) {
   await fleet?.stop();
   await model?.close();
   await reconciler.stop();
+  await realtime?.close();
   await server.shutdown();
   await dataApi?.process.stop();
   await closeServices(services);

@@ -1,7 +1,8 @@
 /**
  * One port for the whole local stack, routed as the Supabase gateway routes it:
  * `/functions/v1/<name>/...` goes to that function's handler, `/rest/v1/...` to the Data API
- * (PostgREST), `/auth/v1/...` to the local sign-in, and anything else to the dashboard's files.
+ * (PostgREST), `/auth/v1/...` to the local sign-in, `/realtime/v1/...` (the WebSocket) to the local
+ * Realtime server, and anything else to the dashboard's files.
  * The Data API and Auth take the `apikey` header (or query parameter) as the gateway does: it
  * must be an API key (a JWT with role `anon` or `service_role` signed with the project's JWT
  * secret); without an `Authorization` header a Data API request runs with the API key's role, with
@@ -24,6 +25,11 @@ export interface GatewayOptions {
   dataApi?: DataApiRoute;
   /** Supabase Auth's routes (`/auth/v1/...`), behind the same API key check as the Data API. */
   auth?: Handler;
+  /**
+   * Realtime (`/realtime/v1/websocket`), behind the same API key check (realtime-js sends the key
+   * as the `apikey` query parameter). Absent: 503 saying Realtime is not running.
+   */
+  realtime?: Handler;
   /** Everything else: the reference dashboard's files. */
   site?: Handler;
 }
@@ -37,10 +43,14 @@ export function createGateway(options: GatewayOptions): Handler {
   const auth = options.auth && options.dataApi
     ? behindApiKey(options.dataApi.jwtSecret, options.auth)
     : authAbsent;
+  const realtime = options.realtime && options.dataApi
+    ? behindApiKey(options.dataApi.jwtSecret, options.realtime)
+    : realtimeAbsent;
   return (request) => {
     const [, prefix, version, name] = new URL(request.url).pathname.split("/");
     if (prefix === "rest" && version === "v1") return dataApi(request);
     if (prefix === "auth" && version === "v1") return auth(request);
+    if (prefix === "realtime" && version === "v1") return realtime(request);
     if (prefix === "functions" && version === "v1") {
       const handler = name === undefined ? undefined : options.functions[name];
       return handler ? handler(request) : json({ error: "Function not found" }, 404);
@@ -51,6 +61,10 @@ export function createGateway(options: GatewayOptions): Handler {
 
 function authAbsent(): Response {
   return json({ msg: "Sign-in is not running in this local stack" }, 503);
+}
+
+function realtimeAbsent(): Response {
+  return json({ error: "Realtime is not running in this local stack" }, 503);
 }
 
 function dataApiAbsent(): Response {
