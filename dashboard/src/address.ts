@@ -5,6 +5,7 @@
  *   #/<org>                               the organization (no project chosen)
  *   #/<org>/needs-you                     Needs You
  *   #/<org>/webhooks                      Webhooks
+ *   #/<org>/notifications                 the user's email notifications (contract §13)
  *   #/<org>/projects/<project>/<area>     a project's area (area in lower case: overview, ...)
  *   #/<org>/projects/<project>/approvals/<approval>   one approval
  */
@@ -25,6 +26,7 @@ export type Place =
   | { view: "organization"; org?: string }
   | { view: "needs-you"; org: string }
   | { view: "webhooks"; org: string }
+  | { view: "notifications"; org: string }
   | { view: "project"; org: string; project: string; area: AreaName; approval?: string };
 
 const ID = /^[0-9a-f-]{36}$/i;
@@ -35,6 +37,7 @@ export function parsePlace(hash: string): Place {
   if (!org || !ID.test(org)) return { view: "organization" };
   if (section === "needs-you") return { view: "needs-you", org };
   if (section === "webhooks") return { view: "webhooks", org };
+  if (section === "notifications") return { view: "notifications", org };
   if (section === "projects" && project && ID.test(project)) {
     const area = AREAS.find((a) => a.toLowerCase() === (areaSlug ?? "overview")) ?? "Overview";
     return {
@@ -54,6 +57,7 @@ export function formatPlace(place: Place): string {
       return place.org ? `#/${place.org}` : "#/";
     case "needs-you":
     case "webhooks":
+    case "notifications":
       return `#/${place.org}/${place.view}`;
     case "project":
       return `#/${place.org}/projects/${place.project}/${place.area.toLowerCase()}` +

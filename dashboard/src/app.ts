@@ -34,6 +34,7 @@ import { mountOverview } from "./areas/overview.ts";
 import { mountReports } from "./areas/reports.ts";
 import { mountSettings } from "./areas/settings.ts";
 import { mountWebhooks } from "./areas/webhooks.ts";
+import { mountNotifications } from "./areas/notifications.ts";
 
 const MOUNT: Record<AreaName, MountArea> = {
   Overview: mountOverview,
@@ -218,6 +219,12 @@ export async function startApp(
           onclick: () => go({ view: "webhooks", org: org() }),
         }, "Webhooks")
         : null,
+      h("button", {
+        type: "button",
+        class: "secondary",
+        "aria-pressed": String(viewOf() === "notifications"),
+        onclick: () => go({ view: "notifications", org: org() }),
+      }, "Notifications"),
       h("span", { class: "who" }, user.email),
       signOutButton(signOut),
     );
@@ -335,6 +342,8 @@ export async function startApp(
         mounted = mountNeedsYou(body, { ...context(), project: undefined }, projectList);
       } else if (view === "webhooks") {
         mounted = mountWebhooks(body, { ...context(), project: undefined });
+      } else if (view === "notifications") {
+        mounted = mountNotifications(body, { ...context(), project: undefined }, user.email);
       } else {
         const project = projectList.find((p) => p.id === selected);
         if (!project) {

@@ -1,6 +1,6 @@
 /**
  * The dashboard's client: thin functions over supabase-js for the eight vm-api actions and the six
- * webhooks actions (`functions.invoke`), the four write RPCs (`rpc`), the read models and the
+ * webhooks actions (`functions.invoke`), the write RPCs (`rpc`), the read models and the
  * event feed (`from`), typed end to
  * end: request and answer types come from the contract (_contract/), RPC arguments and rows from
  * the generated `Database` type. A contract change that breaks the dashboard fails type-checking.
@@ -192,6 +192,30 @@ export async function decideApproval(
   args: Rpcs["decide_approval"]["Args"],
 ): Promise<void> {
   answered(await client.rpc("decide_approval", args));
+}
+
+/**
+ * The event types the signed-in user still wants by email (contract §13); answers what is stored.
+ * An empty array turns every email off.
+ */
+export async function setNotificationPreferences(
+  client: DashboardClient,
+  args: Rpcs["set_notification_preferences"]["Args"],
+): Promise<Rpcs["set_notification_preferences"]["Returns"]> {
+  return answered(await client.rpc("set_notification_preferences", args));
+}
+
+/**
+ * The user's email preferences (`notification_preferences`, their own row only); null until they
+ * choose, which means every emailed type.
+ */
+export async function notificationPreferences(
+  client: DashboardClient,
+  userId: string,
+): Promise<Tables<"notification_preferences"> | null> {
+  return answered(
+    await client.from("notification_preferences").select("*").eq("user_id", userId).maybeSingle(),
+  );
 }
 
 /** Saves SOUL.md, AGENTS.md or COORDINATION.md; returns the new version. */

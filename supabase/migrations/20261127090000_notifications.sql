@@ -641,7 +641,7 @@ grant execute on function private.claim_email_notifications(integer, integer) to
 
 /**
  * What an attempt came to: sent, or retried after `p_schedule[attempts]` seconds and failed after
- * the last. An email whose lease another sender took over is left to that sender.
+ * the last. An attempt already recorded, or whose lease another sender took over, is left alone.
  */
 create or replace function private.record_email_attempt(
   p_email_id uuid,
@@ -659,6 +659,7 @@ declare
 begin
   perform 1 from private.email_notifications
     where id = p_email_id and status = 'pending' and attempts = p_attempt
+      and lease_expires_at is not null
     for update;
   if not found then
     return 'superseded';

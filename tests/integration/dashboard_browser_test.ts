@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
-import { DEMO_ORGANIZATION_ID, seed } from "../../scripts/lib/seed.ts";
+import { DEMO_ORGANIZATION_ID, DEMO_USER_ID, seed } from "../../scripts/lib/seed.ts";
 import {
   control,
   launchBrowser,
@@ -142,6 +142,76 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
     await screenshot(page, "05-approvals");
   });
 
+  await t.step(
+    "the approval's email in the mail catcher: its link opens a page that decides only on confirm",
+    async () => {
+      const mailUrl = /Mail URL:\s+(http:\/\/\S+)/.exec(server.output())?.[1];
+      assert.ok(mailUrl, "start prints the mail catcher's page");
+      // The catcher emptied (its own API, as its trash button does), then another force push: a
+      // new approval, emailed to the demo user with their own links.
+      const emptied = await fetch(`${mailUrl}api/email/all`, { method: "DELETE" });
+      assert.ok(emptied.ok);
+      await emptied.body?.cancel();
+      await control(page, "Chat", "tab").click();
+      await page.locator("#message").fill("@builder run `git push --force origin HEAD:main`");
+      await control(page, "Send").click();
+      const { id: approvalId } = await eventually(async () => {
+        const [row] = await db.sql<{ id: string }[]>`
+          select id from public.approvals where project_id = ${projectId} and status = 'pending'`;
+        return row;
+      }, { timeoutMs: 60_000 });
+
+      await eventually(async () => {
+        const emails = await (await fetch(`${mailUrl}api/email`)).json() as { subject: string }[];
+        return emails.some((e) => e.subject.startsWith("Approval needed: git_force_push")) ||
+          undefined;
+      }, { timeoutMs: 30_000 });
+      const mail = await openPage(browser, mailUrl);
+      await mail.locator("::-p-text(Approval needed: git_force_push)").click();
+      const body = await eventually(() =>
+        Promise.resolve(mail.frames().find((frame) => frame.url() === "about:srcdoc"))
+      );
+      await waitForText(mail, "body", "demo@example.test");
+      await body.waitForSelector("a");
+      await screenshot(mail, "05-approval-email");
+      // MailDev shows an email in a sandboxed frame, which cannot show another site (the page
+      // refuses to be framed): the click's navigation is followed in a tab, as a mail client does.
+      const followed = new Promise<string>((resolve) =>
+        mail.on("request", (request) => {
+          if (request.isNavigationRequest() && request.url().includes("/approval?")) {
+            resolve(request.url());
+          }
+        })
+      );
+      await body.locator("::-p-text(Approve)").click();
+      const link = await followed;
+      assert.match(link, /\/approval\?token=vma_[\w-]{43}&decision=approved$/);
+      const confirm = await openPage(browser, link);
+      await waitForText(confirm, "main", "git_force_push");
+      await control(confirm, "Confirm approval").wait();
+      await screenshot(confirm, "05-approval-confirm");
+      const [pending] = await db.sql`select status from public.approvals where id = ${approvalId}`;
+      assert.equal(pending!.status, "pending", "opening the link decided nothing");
+
+      await confirm.locator("#comment").fill("Approved from my email");
+      await control(confirm, "Confirm approval").click();
+      await waitForText(confirm, "[role=status]", "You approved");
+      await screenshot(confirm, "05-approval-confirmed");
+      const [decided] = await db.sql`
+        select status, decided_by, decision_comment from public.approvals where id = ${approvalId}`;
+      assert.deepEqual({ ...decided }, {
+        status: "approved",
+        decided_by: DEMO_USER_ID,
+        decision_comment: "Approved from my email",
+      });
+      // A second confirm of the same link is refused with the sentence saying why.
+      await confirm.goto(link);
+      await waitForText(confirm, "[role=alert]", "already approved by you");
+      await mail.close();
+      await confirm.close();
+    },
+  );
+
   await t.step("a SOUL.md saved in Config lands in the VM's persona/", async () => {
     await control(page, "Config", "tab").click();
     await waitForText(page, "#area", "next cycle");
@@ -245,6 +315,51 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
     await waitForText(page, "table", "enabled");
     await control(page, "Delete endpoint").click();
     await waitForText(page, "main", "Nothing yet.");
+  });
+
+  await t.step("Webhooks adds a Slack endpoint, which gets Slack messages", async () => {
+    const received: { text: string; blocks: unknown[] }[] = [];
+    const slack = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (r) => {
+      received.push(await r.json());
+      return new Response("ok");
+    });
+    try {
+      await page.locator("#endpoint-url").fill(
+        `http://127.0.0.1:${slack.addr.port}/services/T/B/X`,
+      );
+      await page.select("#endpoint-format", "slack");
+      await control(page, "Add endpoint").click();
+      await waitForText(page, "table", "Slack");
+      assert.equal(await page.$eval(".secret", (e) => e.textContent ?? ""), "", "no secret shown");
+      await control(page, "Send test").click();
+      await eventually(() => Promise.resolve(received[0]));
+      assert.equal(received[0]!.text, "webhook.test");
+      await control(page, "Delete endpoint").click();
+      await waitForText(page, "main", "Nothing yet.");
+    } finally {
+      await slack.shutdown();
+    }
+  });
+
+  await t.step("Notifications: a person chooses which emails they get", async () => {
+    await control(page, "Notifications").click();
+    await waitForText(page, "main", "Email me when");
+    const stuck = control(
+      page,
+      "A project is stuck starting, stopping or being created",
+      "checkbox",
+    );
+    await stuck.click();
+    await control(page, "Save notification preferences").click();
+    await waitForText(page, ".notice", "you get 5 of 6 kinds of email");
+    await screenshot(page, "10-notifications");
+    const [row] = await db.sql`
+      select email_event_types from public.notification_preferences where user_id = ${DEMO_USER_ID}`;
+    assert.ok(!row!.email_event_types.includes("project.stuck"));
+    assert.ok(row!.email_event_types.includes("approval.requested"));
+    await stuck.click();
+    await control(page, "Save notification preferences").click();
+    await waitForText(page, ".notice", "you get 6 of 6 kinds of email");
   });
 
   await t.step("every field has a label, and the areas' tabs follow the arrow keys", async () => {

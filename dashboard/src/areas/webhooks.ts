@@ -1,6 +1,7 @@
 /**
- * Webhooks (organization owners and admins): endpoints, the secret shown once, rotation,
- * disabling, deliveries, replay and a test event.
+ * Webhooks (organization owners and admins): endpoints of either format (Standard Webhooks, or
+ * Slack incoming-webhook messages), the secret shown once, rotation, disabling, deliveries, replay
+ * and a test event.
  */
 import type { MountArea } from "../area.ts";
 import { webhookDeliveries, webhookEndpoints, webhooksAction } from "../data.ts";
@@ -22,6 +23,12 @@ export const mountWebhooks: MountArea = (root, context) => {
     placeholder: "https://example.com/hooks",
   });
   const description = h("input", { id: "endpoint-description", maxlength: 500 });
+  const format = h(
+    "select",
+    { id: "endpoint-format" },
+    h("option", { value: "standard" }, "Standard Webhooks (signed JSON)"),
+    h("option", { value: "slack" }, "Slack incoming webhook"),
+  );
   const types = SUBSCRIBABLE_EVENT_TYPES.map((type) =>
     h("input", { type: "checkbox", value: type, id: `type-${type}` })
   );
@@ -74,10 +81,18 @@ export const mountWebhooks: MountArea = (root, context) => {
               url: url.value.trim(),
               ...(chosen.length ? { event_types: chosen as typeof SUBSCRIBABLE_EVENT_TYPES } : {}),
               ...(description.value.trim() ? { description: description.value.trim() } : {}),
+              format: format.value === "slack" ? "slack" : "standard",
             });
             url.value = "";
             description.value = "";
-            revealSecret(answer.secret, "The endpoint's signing secret.");
+            if (format.value === "slack") {
+              show(secretBox);
+              context.say(
+                "Slack endpoint added: Slack's URL is its credential, no secret to keep.",
+              );
+            } else {
+              revealSecret(answer.secret, "The endpoint's signing secret.");
+            }
             endpoints.dataset.shown = "";
             await area.refresh();
           } catch (error) {
@@ -90,6 +105,8 @@ export const mountWebhooks: MountArea = (root, context) => {
       h("h2", {}, "New endpoint"),
       h("label", { for: "endpoint-url" }, "Endpoint URL"),
       url,
+      h("label", { for: "endpoint-format" }, "Format"),
+      format,
       h("label", { for: "endpoint-description" }, "Description"),
       description,
       h(
@@ -112,7 +129,7 @@ export const mountWebhooks: MountArea = (root, context) => {
       const rows = await webhookEndpoints(client, organizationId);
       showChanged(endpoints, rows, () => [
         table(
-          ["Endpoint", "State", "Events", "Actions"],
+          ["Endpoint", "Format", "State", "Events", "Actions"],
           rows.map((endpoint) => [
             h(
               "span",
@@ -120,6 +137,7 @@ export const mountWebhooks: MountArea = (root, context) => {
               h("code", {}, endpoint.url),
               endpoint.description ? h("div", { class: "meta" }, endpoint.description) : null,
             ),
+            endpoint.format === "slack" ? "Slack" : "Standard",
             h(
               "span",
               {},

@@ -25,7 +25,7 @@ export interface ComposedEmail {
 }
 
 /** One paragraph: text with links, each shown as its label in HTML and as the URL in text. */
-type Piece = string | { label: string; url: string; button?: boolean };
+type Piece = string | { label: string; url: string; button?: "primary" | "secondary" };
 type Paragraph = Piece[];
 
 const OPERATIONS: Record<string, string> = {
@@ -80,9 +80,9 @@ export function composeEmail(input: EmailInput): ComposedEmail {
         [String(data.description ?? "")],
         input.links
           ? [
-            { label: "Approve", url: input.links.approve, button: true },
+            { label: "Approve", url: input.links.approve, button: "primary" },
             " ",
-            { label: "Reject", url: input.links.reject, button: true },
+            { label: "Reject", url: input.links.reject, button: "secondary" },
           ]
           : ["Only the project's members can decide it."],
         input.links
@@ -192,7 +192,10 @@ function asHtml(subject: string, body: Paragraph[], footer: Paragraph): string {
       if (typeof piece === "string") return escapeHtml(piece);
       const look = piece.button
         ? "display:inline-block;padding:8px 18px;margin-right:8px;border-radius:6px;" +
-          "background:#2f5bd3;color:#ffffff;text-decoration:none;font-weight:600"
+          "border:1px solid #2f5bd3;text-decoration:none;font-weight:600;" +
+          (piece.button === "primary"
+            ? "background:#2f5bd3;color:#ffffff"
+            : "background:#ffffff;color:#2f5bd3")
         : "color:#2f5bd3";
       return `<a href="${escapeHtml(piece.url)}" style="${look}">${escapeHtml(piece.label)}</a>`;
     }).join("") + "</p>";
@@ -205,7 +208,9 @@ function asHtml(subject: string, body: Paragraph[], footer: Paragraph): string {
     "'Segoe UI',Roboto,sans-serif;font-size:15px;line-height:1.45;color:#1d2330\">",
     '<div style="max-width:560px;margin:0 auto;background:#ffffff;border:1px solid #dde2ea;' +
     'border-radius:8px;padding:24px">',
-    ...body.filter((p) => p.some((piece) => piece !== "")).map((p) => paragraph(p)),
+    ...body.filter((p) => p.some((piece) => piece !== "")).map((p, index) =>
+      paragraph(p, index === 0 ? "margin:0 0 14px;font-weight:600" : undefined)
+    ),
     paragraph(footer, "margin:20px 0 0;font-size:13px;color:#5b6475"),
     "</div></body></html>",
   ].join("\n");
