@@ -29,8 +29,26 @@ Deno.test("the OpenAPI document covers every action, route, status and credentia
   assert.deepEqual(paths, [
     "/vm-api",
     "/webhooks",
+    "/approval-links",
     "/vm-reporter/bootstrap",
     ...REPORTER_ROUTES.map((route) => `/vm-reporter${route.path}`),
+  ]);
+  // approval-links: GET reads (never decides), POST decides; a dead link is 410.
+  const links = generated.paths["/approval-links"];
+  assert.deepEqual(Object.keys(links), ["get", "post"]);
+  assert.equal(links.get.security, undefined, "the link's token is the credential");
+  assert.ok(links.post.responses["410"].description.includes("decided or has expired"));
+  assert.deepEqual(Object.keys(links.post.responses), [
+    "200",
+    "400",
+    "403",
+    "404",
+    "405",
+    "410",
+    "413",
+    "429",
+    "500",
+    "503",
   ]);
   const vmApi = generated.paths["/vm-api"].post;
   assert.deepEqual(

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI 3.1 document of vm-api, webhooks and vm-reporter, built from the contract
+ * The OpenAPI 3.1 document of vm-api, webhooks, vm-reporter and approval-links, built from the contract
  * (supabase/functions/_contract/: the zod schemas the functions validate with, as JSON Schema,
  * and the error codes), so it cannot say something the code does not do. `deno task openapi`
  * writes it to docs/openapi.json.
@@ -18,6 +18,10 @@ import {
 } from "../../../supabase/functions/_contract/reporter.ts";
 import { VM_API_ACTIONS } from "../../../supabase/functions/_contract/vm_api.ts";
 import { WEBHOOKS_ACTIONS } from "../../../supabase/functions/_contract/webhooks.ts";
+import {
+  approvalLinkDecide,
+  approvalLinkInfo,
+} from "../../../supabase/functions/_contract/approval_links.ts";
 import { failureResponses, FAILURES, type Status } from "./failures.ts";
 
 type JsonSchema = Record<string, unknown>;
@@ -130,9 +134,58 @@ export function openApiDocument(): JsonSchema {
     };
   };
 
-  const paths: Record<string, { post: Operation }> = {
+  // approval-links (contract §13): the emailed link's token is the credential.
+  schemas.ApprovalLinkInfoResponse = jsonSchema(success(approvalLinkInfo.response), "output");
+  schemas.ApprovalLinkDecideRequest = jsonSchema(approvalLinkDecide.request, "input");
+  schemas.ApprovalLinkDecideResponse = jsonSchema(success(approvalLinkDecide.response), "output");
+  const linkRefusals = {
+    403: "The link's person may no longer decide: no longer a member of the project",
+    404: "No approval link has this token",
+    410: "The approval is already decided or has expired (the sentence says which)",
+  } as const;
+  const approvalLinks: Record<string, Operation> = {
+    get: {
+      operationId: "approvalLinkInfo",
+      tags: ["approval-links"],
+      summary: approvalLinkInfo.summary,
+      description: "What the `/approval` page shows. Decides nothing, and neither does `HEAD`: " +
+        "mail scanners and link previews open links.",
+      parameters: [{
+        name: "token",
+        in: "query",
+        required: true,
+        schema: { type: "string" },
+        description: "The token of the emailed link (vma_...)",
+      }],
+      responses: {
+        200: {
+          description: "The approval the link names, pending",
+          headers: { "X-Request-ID": { $ref: "#/components/headers/RequestId" } },
+          content: json(ref("ApprovalLinkInfoResponse")),
+        },
+        ...failureResponses([400, 405, 429, 500, 503], linkRefusals),
+      },
+    },
+    post: {
+      operationId: "approvalLinkDecide",
+      tags: ["approval-links"],
+      summary: approvalLinkDecide.summary,
+      requestBody: { required: true, content: json(ref("ApprovalLinkDecideRequest")) },
+      responses: {
+        200: {
+          description: "Decided",
+          headers: { "X-Request-ID": { $ref: "#/components/headers/RequestId" } },
+          content: json(ref("ApprovalLinkDecideResponse")),
+        },
+        ...failureResponses([400, 405, 413, 429, 500, 503], linkRefusals),
+      },
+    },
+  };
+
+  const paths: Record<string, Record<string, Operation>> = {
     "/vm-api": { post: vmApi },
     "/webhooks": { post: webhooksApi },
+    "/approval-links": approvalLinks,
   };
   paths[`/vm-reporter${bootstrap.path}`] = {
     post: reporterOperation(bootstrap, "BootstrapCredential", [400, 401, 405, 429, 500, 503]),
@@ -149,8 +202,9 @@ export function openApiDocument(): JsonSchema {
       title: "vm-service",
       version: "1.0.0",
       description:
-        "vm-api (the dashboard's VM lifecycle), webhooks (where events are delivered) and " +
-        "vm-reporter (what VMs report); `webhooks` describes what the service POSTs to a " +
+        "vm-api (the dashboard's VM lifecycle), webhooks (where events are delivered), " +
+        "vm-reporter (what VMs report) and approval-links (deciding from an emailed link); " +
+        "`webhooks` describes what the service POSTs to a " +
         "customer's endpoint for each event (Standard Webhooks 1.0). Generated from " +
         "the contract's zod schemas by `deno task openapi`; do not edit by hand.",
     },
@@ -169,6 +223,11 @@ export function openApiDocument(): JsonSchema {
         description: "Called by the dashboard for an organization's owners and admins",
       },
       { name: "vm-reporter", description: "Called by each project's VM with its reporter token" },
+      {
+        name: "approval-links",
+        description: "Called by the `/approval` page an emailed link opens; the link's token is " +
+          "the credential",
+      },
     ],
     paths,
     webhooks: eventWebhooks(),

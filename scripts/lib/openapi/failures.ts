@@ -7,7 +7,7 @@ import { z } from "zod";
 import { ERROR_CODE_NAMES, ERROR_CODES } from "../../../supabase/functions/_contract/errors.ts";
 import type { RouteRefusals } from "../../../supabase/functions/_contract/reporter.ts";
 
-export type Status = 400 | 401 | 403 | 404 | 405 | 409 | 413 | 429 | 500 | 503;
+export type Status = 400 | 401 | 403 | 404 | 405 | 409 | 410 | 413 | 429 | 500 | 503;
 
 const errorBody = z.object({
   error: z.string().describe("What went wrong, in a sentence meant for people"),
@@ -30,6 +30,11 @@ const STATUSES: Record<Status, { name: string; description: string; headers?: st
   404: { name: "NotFound", description: "No such project (or route)" },
   405: { name: "MethodNotAllowed", description: "Only POST is answered", headers: ["Allow"] },
   409: { name: "Conflict", description: "The request conflicts with the resource's current state" },
+  410: {
+    name: "Gone",
+    description: "What the request names is over for good (an approval link whose approval is " +
+      "decided or expired: the sentence says which)",
+  },
   413: { name: "PayloadTooLarge", description: "The body is larger than MAX_BODY_BYTES" },
   429: {
     name: "RateLimited",
