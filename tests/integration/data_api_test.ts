@@ -12,8 +12,14 @@ import { startServer } from "../helpers/server.ts";
 import { type ProjectSetup, reporter, setupProject } from "../helpers/vm_reporter.ts";
 import type { TestServer } from "../helpers/server.ts";
 
-/** The four dashboard write RPCs (contract §2). */
-const RPCS = ["decide_approval", "queue_vm_command", "save_persona_file", "send_agent_message"];
+/** The dashboard write RPCs: contract §2's four and §13's notification preferences. */
+const RPCS = [
+  "decide_approval",
+  "queue_vm_command",
+  "save_persona_file",
+  "send_agent_message",
+  "set_notification_preferences",
+];
 
 /** Readable by every signed-in user, tenant or not (the price list, contract §12); anon none. */
 const SHARED = new Set(["vm_prices"]);
@@ -21,13 +27,14 @@ const SHARED = new Set(["vm_prices"]);
 /** How each readable relation names its tenant (the rest carry `project_id`). */
 const TENANT_COLUMN: Record<
   string,
-  { column: string; scope: "project" | "organization" | "endpoint" }
+  { column: string; scope: "project" | "organization" | "endpoint" | "user" }
 > = {
   projects: { column: "id", scope: "project" },
   organizations: { column: "id", scope: "organization" },
   organization_members: { column: "organization_id", scope: "organization" },
   webhook_endpoints: { column: "organization_id", scope: "organization" },
   webhook_deliveries: { column: "endpoint_id", scope: "endpoint" },
+  notification_preferences: { column: "user_id", scope: "user" },
 };
 
 Deno.test("supabase-js reads every dashboard relation through /rest/v1 under RLS", async (t) => {
@@ -40,6 +47,12 @@ Deno.test("supabase-js reads every dashboard relation through /rest/v1 under RLS
   const endpoints = new Map<ProjectSetup, string>();
   for (const tenant of [a, b]) endpoints.set(tenant, await ownEndpoint(db.sql, tenant));
   for (const tenant of [a, b]) await reportEverything(server, db.sql, tenant);
+  // Each tenant's user has chosen their emails (notification_preferences holds their row).
+  for (const tenant of [a, b]) {
+    const { error } = await (await dashboardClient(server, tenant.userId))
+      .rpc("set_notification_preferences", { p_email_event_types: ["approval.requested"] });
+    assert.equal(error, null);
+  }
 
   const readable = await db.sql<{ name: string }[]>`
     select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
@@ -64,6 +77,8 @@ Deno.test("supabase-js reads every dashboard relation through /rest/v1 under RLS
         ? a.projectId
         : tenant.scope === "endpoint"
         ? endpoints.get(a)
+        : tenant.scope === "user"
+        ? a.userId
         : a.organizationId;
       const { data, error } = await member.from(name).select("*");
       assert.equal(error, null, `${name}: ${JSON.stringify(error)}`);
@@ -411,7 +426,7 @@ Deno.test("the Data API exposes only what the dashboard may call", async (t) => 
     assert.deepEqual(rows.filter((r) => r.anon || r.definer), []);
   });
 
-  await t.step("authenticated can execute exactly the four RPCs", async () => {
+  await t.step("authenticated can execute exactly the dashboard's RPCs", async () => {
     const rows = await db.sql<{ name: string }[]>`
       select p.proname as name from pg_proc p join pg_namespace n on n.oid = p.pronamespace
       where n.nspname in ('public', 'graphql_public')

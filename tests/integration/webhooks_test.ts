@@ -128,6 +128,7 @@ Deno.test("events and webhooks, end to end", async (t) => {
       "disabled_reason",
       "enabled",
       "event_types",
+      "format",
       "id",
       "organization_id",
       "url",
