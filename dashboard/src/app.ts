@@ -114,6 +114,17 @@ export async function startApp(
     return v === "organization" ? "project" : v;
   };
   const go = (next: Place) => store.go(next);
+  /** Whether the page is live: a lost connection is visible, and so is its return. */
+  const connectionBadge = h("span", { class: "connection", id: "connection", role: "status" });
+  const showConnection = () => {
+    const state = store.state.connection;
+    connectionBadge.dataset.state = state;
+    show(
+      connectionBadge,
+      state === "live" ? "Live" : state === "connecting" ? "Connecting…" : "Reconnecting…",
+    );
+  };
+  showConnection();
 
   const projectNav = h("ul", { class: "projects" });
   const needsYouCount = h("span", { class: "count", id: "needs-you-count" }, "0");
@@ -148,6 +159,7 @@ export async function startApp(
       go({ view: "organization", org: org() });
     }
     seen = new Map(projectList.map((p) => [p.id, p.name]));
+    live?.follow(projectList.map((p) => p.id));
     show(
       projectNav,
       ...projectList.map((project) =>
@@ -225,6 +237,7 @@ export async function startApp(
         "aria-pressed": String(viewOf() === "notifications"),
         onclick: () => go({ view: "notifications", org: org() }),
       }, "Notifications"),
+      connectionBadge,
       h("span", { class: "who" }, user.email),
       signOutButton(signOut),
     );
@@ -422,11 +435,16 @@ export async function startApp(
 
   async function restartLive(): Promise<void> {
     live?.stop();
-    live = new Live(client, membership.organization_id, fail);
+    live = new Live(client, {
+      organizationId: membership.organization_id,
+      admin: membership.role === "owner" || membership.role === "admin",
+      connection: (state) => store.setConnection(state),
+      onError: fail,
+    });
     live.listen(onTick);
     await refreshProjects();
     await render();
-    await live.start();
+    await live.start(projectList.map((p) => p.id));
   }
 
   show(
@@ -449,6 +467,7 @@ export async function startApp(
   const followAddress = () => store.followAddress();
   globalThis.addEventListener("hashchange", followAddress);
   const unsubscribe = store.subscribe(async (state, previous) => {
+    if (state.connection !== previous.connection) showConnection();
     if (state.place === previous.place) return;
     const next = membershipOf(state.place);
     if (next.organization_id !== membership.organization_id) {

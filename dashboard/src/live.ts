@@ -1,39 +1,89 @@
 /**
- * One clock for the whole page. Every tick reads the organization's event feed once (new events
- * after the last id seen) and then lets the visible area refresh: with the new events, and on
- * every tick for what has no event of its own (agents' tasks, metrics, logs). A hidden tab does
- * nothing. One feed poll and one area's reads a tick, never a poll per view.
+ * What keeps the page current: Supabase Realtime (contract §14). The page joins the private
+ * channels of what it shows — `organization:<id>` for the organization's owners and admins (every
+ * event of it), else `project:<id>` for each of the member's projects — and every broadcast (an
+ * event, or `telemetry` for what a VM reported without one) lets the visible area read its rows
+ * again, a burst of them once. On every SUBSCRIBED (the first join, and each rejoin after the
+ * connection was lost) it reads the event feed from the last id seen, so nothing that happened
+ * while it was away is missed. While subscribed there is no clock; while the connection is down
+ * it says so (the store's `connection`) and reads the feed every few seconds until supabase-js
+ * has rejoined by itself.
  */
+import type { RealtimeChannel } from "@supabase/supabase-js";
 import { type DashboardClient, eventsAfter } from "./data.ts";
+import type { Connection } from "./store.ts";
 import type { Tables } from "../../supabase/types/database.ts";
 
 export type FeedEvent = Tables<"events">;
 export type TickListener = (events: FeedEvent[]) => Promise<void> | void;
 
-export const TICK_MS = 2_000;
+/** How often the feed is read while the live connection is down. */
+export const FALLBACK_MS = 3_000;
+/** Broadcasts arriving this close together are one refresh. */
+const COALESCE_MS = 150;
+
+export interface LiveOptions {
+  organizationId: string;
+  /** Owners and admins join the organization's channel; members their projects'. */
+  admin: boolean;
+  connection(state: Connection): void;
+  onError(error: unknown): void;
+}
 
 export class Live {
   #lastId: string | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  #running = false;
+  #channels = new Map<string, { channel: RealtimeChannel; subscribed: boolean }>();
   #listeners = new Set<TickListener>();
+  #pending: FeedEvent[] = [];
+  #coalesce: ReturnType<typeof setTimeout> | undefined;
+  #fallback: ReturnType<typeof setInterval> | undefined;
+  #running: Promise<void> = Promise.resolve();
+  #stopped = false;
+  /** Channels are joined once the token is set (start), never before. */
+  #started = false;
 
-  constructor(
-    private readonly client: DashboardClient,
-    private readonly organizationId: string,
-    private readonly onError: (error: unknown) => void,
-  ) {}
+  constructor(private readonly client: DashboardClient, private readonly options: LiveOptions) {}
 
-  async start(): Promise<void> {
-    // Follow from now: the latest event is where the feed starts.
-    const latest = await eventsAfter(this.client, this.organizationId, undefined, 1);
+  /** Follows from now (the latest event is where the feed starts) on the given projects. */
+  async start(projectIds: string[]): Promise<void> {
+    const latest = await eventsAfter(this.client, this.options.organizationId, undefined, 1);
     this.#lastId = latest.at(-1)?.id;
-    this.#schedule();
+    const { data } = await this.client.auth.getSession();
+    // Private channels are authorized with the user's token (refreshed by supabase-js after).
+    await this.client.realtime.setAuth(data.session?.access_token ?? null);
+    this.#started = true;
+    this.follow(projectIds);
+  }
+
+  /** The channels for these projects (a member's list changed); the organization's stays. */
+  follow(projectIds: string[]): void {
+    if (this.#stopped || !this.#started) return;
+    const topics = this.options.admin
+      ? [`organization:${this.options.organizationId}`]
+      : projectIds.map((id) => `project:${id}`);
+    for (const [topic, { channel }] of this.#channels) {
+      if (!topics.includes(topic)) {
+        void this.client.removeChannel(channel);
+        this.#channels.delete(topic);
+      }
+    }
+    for (const topic of topics) {
+      if (this.#channels.has(topic)) continue;
+      const channel = this.client.channel(topic, { config: { private: true } })
+        .on("broadcast", { event: "*" }, (message) => this.#received(message))
+        .subscribe((status) => this.#status(topic, status));
+      this.#channels.set(topic, { channel, subscribed: false });
+    }
+    // No channel to wait for (a member without projects): there is nothing to go down.
+    if (topics.length === 0) this.#connected();
   }
 
   stop(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#stopped = true;
+    clearTimeout(this.#coalesce);
+    clearInterval(this.#fallback);
+    for (const { channel } of this.#channels.values()) void this.client.removeChannel(channel);
+    this.#channels.clear();
     this.#listeners.clear();
   }
 
@@ -42,31 +92,57 @@ export class Live {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Runs a tick now (after the user's own change), instead of waiting for the clock. */
-  async now(): Promise<void> {
-    clearTimeout(this.#timer);
-    await this.#tick();
-    this.#schedule();
+  /** Reads the feed and refreshes now (after the user's own change). */
+  now(): Promise<void> {
+    return this.#refresh(true);
   }
 
-  #schedule(): void {
-    this.#timer = setTimeout(async () => {
-      await this.#tick();
-      if (this.#timer !== undefined) this.#schedule();
-    }, TICK_MS);
-  }
-
-  async #tick(): Promise<void> {
-    if (this.#running || document.visibilityState === "hidden") return;
-    this.#running = true;
-    try {
-      const events = await eventsAfter(this.client, this.organizationId, this.#lastId, 100);
-      if (events.length > 0) this.#lastId = events.at(-1)!.id;
-      for (const listener of [...this.#listeners]) await listener(events);
-    } catch (error) {
-      this.onError(error);
-    } finally {
-      this.#running = false;
+  #received(message: { event: string; payload?: Record<string, unknown> }): void {
+    if (message.event !== "telemetry" && message.payload?.id) {
+      this.#pending.push(message.payload as unknown as FeedEvent);
     }
+    clearTimeout(this.#coalesce);
+    this.#coalesce = setTimeout(() => void this.#refresh(false), COALESCE_MS);
+  }
+
+  #status(topic: string, status: string): void {
+    const entry = this.#channels.get(topic);
+    if (!entry || this.#stopped) return;
+    if (status === "SUBSCRIBED") {
+      entry.subscribed = true;
+      // Whatever happened while the channel was not joined is in the feed.
+      void this.#refresh(true);
+      if ([...this.#channels.values()].every((c) => c.subscribed)) this.#connected();
+      return;
+    }
+    // CHANNEL_ERROR, TIMED_OUT, CLOSED: supabase-js rejoins by itself; meanwhile, the feed.
+    entry.subscribed = false;
+    this.options.connection("reconnecting");
+    this.#fallback ??= setInterval(() => void this.#refresh(true), FALLBACK_MS);
+  }
+
+  #connected(): void {
+    clearInterval(this.#fallback);
+    this.#fallback = undefined;
+    this.options.connection("live");
+  }
+
+  /** One refresh at a time: the feed from the last id (when asked), then every listener. */
+  #refresh(readFeed: boolean): Promise<void> {
+    this.#running = this.#running.then(async () => {
+      if (this.#stopped) return;
+      try {
+        let events = this.#pending.splice(0);
+        if (readFeed) {
+          events = await eventsAfter(this.client, this.options.organizationId, this.#lastId, 100);
+        }
+        // Only the feed moves the mark: a broadcast may overtake an event committed before it.
+        if (readFeed && events.length > 0) this.#lastId = events.at(-1)!.id;
+        for (const listener of [...this.#listeners]) await listener(events);
+      } catch (error) {
+        this.options.onError(error);
+      }
+    });
+    return this.#running;
   }
 }
