@@ -370,6 +370,35 @@ Deno.test("the frames on the wire: vsn 2.0.0 arrays and the binary broadcast, vs
     }
   });
 
+  await t.step("at most 100 channels a connection, as hosted", async () => {
+    const projects = await db.sql<{ id: string }[]>`
+      with made as (
+        insert into public.projects (organization_id, name)
+        select ${a.organizationId}, 'P' || g from generate_series(1, 101) g returning id
+      )
+      insert into public.project_members (project_id, user_id, role)
+      select id, ${a.userId}, 'owner' from made returning project_id as id`;
+    const ws = await rawSocket(server, "2.0.0");
+    try {
+      const replies = [];
+      for (const [i, project] of projects.entries()) {
+        const joinTopic = `realtime:project:${project.id}`;
+        ws.send([`j${i}`, `r${i}`, joinTopic, "phx_join", { config, access_token: a.token }]);
+        replies.push(JSON.parse(await ws.next() as string));
+      }
+      assert.deepEqual(
+        replies.slice(0, 100).map((reply) => reply[4].status),
+        Array(100).fill("ok"),
+      );
+      assert.deepEqual(replies[100][4], {
+        status: "error",
+        response: { reason: "ChannelRateLimitReached: Too many channels" },
+      });
+    } finally {
+      await ws.close();
+    }
+  });
+
   await t.step("a connection without a valid API key is refused before the upgrade", async () => {
     const response = await fetch(
       `${server.origin}/realtime/v1/websocket?apikey=${a.token}&vsn=2.0.0`,
