@@ -34,7 +34,11 @@ create table private.vm_operations (
   next_attempt_at timestamptz not null default now(),
   last_error text,
   created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now()
+  updated_at timestamptz not null default now(),
+  -- Set when a send to the provider begins, cleared when its answer is recorded
+  -- (21_compute_pacing): still set at the next claim, the previous send may have reached the
+  -- provider, so the VM is read before anything is written again.
+  send_started_at timestamptz
 );
 
 create index vm_operations_due_idx on private.vm_operations (next_attempt_at)
@@ -637,8 +641,10 @@ grant execute on function private.observe_vm(uuid, text, text, text) to service_
 -- -------------------------------------------------------------------------------------
 
 /**
- * Projects waiting for the platform: in a transitional state, with their operation if it was
- * sent, longest waiting first.
+ * Projects waiting for their VM: in a transitional state, with their operation if it was sent,
+ * longest waiting since it was sent first. A project whose operation is still to be sent (queued
+ * behind the provider's pace, or backing off) is left out: its VM cannot have moved for it, and
+ * reading it would spend the provider's read budget on nothing (a 09:00 burst queues thousands).
  */
 create or replace function private.transitional_projects(p_limit integer) returns table (
   project_id uuid,
@@ -654,12 +660,15 @@ as $$
   select p.id, p.status, o.id, o.kind
   from public.projects p
   left join lateral (
-    select id, kind from private.vm_operations
+    select id, kind, updated_at from private.vm_operations
     where project_id = p.id and state = 'submitted'
     order by created_at desc limit 1
   ) o on true
   where p.is_transitional
-  order by p.status_changed_at
+    and not exists (
+      select 1 from private.vm_operations q where q.project_id = p.id and q.state = 'pending'
+    )
+  order by coalesce(o.updated_at, p.status_changed_at)
   limit p_limit;
 $$;
 

@@ -218,9 +218,10 @@ Deno.test("azure: faults are retried, mapped and recorded", async (t) => {
   );
 
   await t.step("a create that fails later (ProvisioningState/failed) is recorded", async () => {
-    // The VM's name comes from the project ID: hold the first create back (500s, more than the
-    // SDK's own retries) so the failure can be scripted before the reconciler sends it again.
-    const held = arm.fault({ operation: "create", ...armFaults.internalError(), times: 3 });
+    // The VM's name comes from the project ID: hold the first create back (a 500: the SDK
+    // retries nothing, the outbox sends it again after its backoff) so the failure can be
+    // scripted before the reconciler sends it again.
+    const held = arm.fault({ operation: "create", ...armFaults.internalError(), times: 1 });
     const id = await create(setup, "allocation");
     await eventually(() => Promise.resolve(held.remaining === 0 || undefined));
     arm.failProvisioning(`vm-${id}`, "AllocationFailed");

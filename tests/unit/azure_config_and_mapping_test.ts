@@ -169,7 +169,7 @@ Deno.test("computeErrorFromAzure() maps Azure's answers to what the platform doe
   assert.match(quota.message, /quota does not allow Standard_D2s_v3 in australiaeast/);
   assert.equal(computeErrorFromAzure(rest(409, "SkuNotAvailable")).failure, "rejected");
   assert.equal(computeErrorFromAzure(rest(200, "AllocationFailed")).failure, "rejected");
-  assert.equal(computeErrorFromAzure(rest(429, "TooManyRequests")).failure, "transient");
+  assert.equal(computeErrorFromAzure(rest(429, "TooManyRequests")).failure, "throttled");
   assert.equal(computeErrorFromAzure(rest(500, "InternalServerError")).failure, "transient");
   for (const auth of [rest(401, "InvalidAuthenticationToken"), rest(403, "AuthorizationFailed")]) {
     const mapped = computeErrorFromAzure(auth);

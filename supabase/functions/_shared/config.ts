@@ -214,7 +214,8 @@ export const ENV = {
     },
     COMPUTE_LEASE_SECONDS: {
       schema: positiveInt(30),
-      doc: "A sent compute operation's lease: the call is abandoned and resent after it.",
+      doc: "A sent compute operation's lease: one whose process died is sent again after it " +
+        "(a call merely slow keeps extending it until its answer comes).",
     },
     COMPUTE_MAX_ATTEMPTS: {
       schema: positiveInt(5),
@@ -224,6 +225,16 @@ export const ENV = {
     COMPUTE_RETRY_BASE_SECONDS: {
       schema: positiveInt(2),
       doc: "Backoff base between attempts (doubling, at most 300 s).",
+    },
+    COMPUTE_WRITE_BUCKET_SIZE: {
+      schema: positiveInt(200),
+      doc: "Compute writes (create, start, stop, delete) sent at once at most: the size of the " +
+        "write budget all processes share, by default Azure Resource Manager's write bucket.",
+    },
+    COMPUTE_WRITE_REFILL_PER_SECOND: {
+      schema: z.coerce.number().positive().max(10_000).default(10),
+      doc: "Compute writes a second the shared budget refills with (ARM's rate by default); " +
+        "the remaining writes Azure reports and its 429s slow it further.",
     },
     ALLOW_LOCAL_REPOSITORY_URLS: {
       schema: z.enum(["true", "false"]).optional(),
@@ -581,6 +592,10 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
       leaseSeconds: e.COMPUTE_LEASE_SECONDS,
       maxAttempts: e.COMPUTE_MAX_ATTEMPTS,
       retryBaseSeconds: e.COMPUTE_RETRY_BASE_SECONDS,
+      writeBucket: {
+        size: e.COMPUTE_WRITE_BUCKET_SIZE,
+        refillPerSecond: e.COMPUTE_WRITE_REFILL_PER_SECOND,
+      },
     },
     localComputeFaults: e.LOCAL_COMPUTE_FAULTS,
     repositories: {

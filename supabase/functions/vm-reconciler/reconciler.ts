@@ -16,9 +16,11 @@ import { withDeadline } from "../_shared/deadline.ts";
 import { runLimited } from "../_shared/limited.ts";
 import { describeError } from "../_shared/log.ts";
 import {
-  type ClaimedOperation,
+  claimDueOperations,
   dispatchOperation,
+  type DispatchOutcome,
   type OperationDeps,
+  type SendPause,
 } from "../_shared/operations.ts";
 import { deliverDue, type DeliveryReport, noDeliveries } from "../_shared/webhooks/deliver.ts";
 import { type NotificationsReport, notificationsRun } from "./notifications.ts";
@@ -26,6 +28,8 @@ import { controlCosts, type CostControlReport } from "./cost_control.ts";
 
 export interface ReconcileReport {
   dispatched: number;
+  /** The sends of the operations claimed (paced by the shared write budget), by outcome. */
+  sent: Partial<Record<DispatchOutcome, number>>;
   given_up: number;
   observed: Record<string, number>;
   /** Settled projects checked against the cloud, by outcome (in_sync, deallocating, ...). */
@@ -77,13 +81,17 @@ export async function reconcileOnce(
   const [{ given_up }] = await sql<[{ given_up: number }]>`
     select private.expire_vm_operations(${maxAttempts}) as given_up`;
 
-  const due = await sql<{ op: ClaimedOperation }[]>`
-    select op from private.claim_vm_operations(${batchSize}, ${leaseSeconds}, ${maxAttempts}) op`;
+  // As many as the compute provider's shared write budget allows (operations.ts).
+  const due = await claimDueOperations(deps, batchSize);
+  const sent: ReconcileReport["sent"] = {};
+  const pause: SendPause = { until: 0 };
   const projects = await sql<{ project_id: string; status: string }[]>`
     select project_id, status from private.transitional_projects(${batchSize})`;
+  // No drift checks while operations wait for the write budget (a burst): their reads would
+  // compete with the burst's for the provider's read budget, and drift can wait minutes.
   const settled = await sql<{ project_id: string; status: string }[]>`
     select project_id, status
-    from private.claim_drift_checks(${batchSize}, ${config.driftSettleSeconds})`;
+    from private.claim_drift_checks(${due.backlog ? 0 : batchSize}, ${config.driftSettleSeconds})`;
   const observed: Record<string, number> = {};
   const drift: Record<string, number> = {};
   const readPower = (projectId: string) =>
@@ -97,7 +105,14 @@ export async function reconcileOnce(
   // holds up one worker, not the projects whose VMs have already arrived. Each call is bounded by
   // the lease.
   await runLimited([
-    ...due.map(({ op }) => () => dispatchOperation(deps, op)),
+    ...due.operations.map((op) => async () => {
+      const outcome = await dispatchOperation(deps, op, {
+        paced: true,
+        claimedAt: due.claimedAt,
+        pause,
+      });
+      sent[outcome] = (sent[outcome] ?? 0) + 1;
+    }),
     ...projects.map(({ project_id, status }) => async () => {
       try {
         const power = await readPower(project_id);
@@ -145,7 +160,8 @@ export async function reconcileOnce(
   const notifications = await notificationsRun(deps);
 
   return {
-    dispatched: due.length,
+    dispatched: due.operations.length,
+    sent,
     given_up,
     observed,
     drift,

@@ -3,7 +3,7 @@
 -- view of transitional projects.
 begin;
 \ir fixtures.psql
-select plan(33);
+select plan(34);
 
 select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
   'Running', 'active', '11111111-1111-4111-8111-111111111111');
@@ -102,8 +102,17 @@ select results_eq(
   $$select name from private.transitional_projects(1000) t join public.projects p on p.id = t.project_id
     where p.organization_id in ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb')
     order by name$$,
-  $$values ('New'::text), ('Running'), ('Slow start'), ('Stopped'), ('Stuck start')$$,
-  'transitional_projects lists the provisioning, starting, stopping and deleting projects');
+  $$values ('Slow start'::text), ('Stuck start')$$,
+  'transitional_projects lists the provisioning, starting, stopping and deleting projects, but not one whose operation is still to be sent');
+select private.vm_operation_submitted(id) from private.vm_operations
+  where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' and state = 'pending';
+select results_eq(
+  $$select name, t.operation_kind from private.transitional_projects(1000) t
+    join public.projects p on p.id = t.project_id
+    where p.organization_id in ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb')
+    order by name$$,
+  $$values ('Running'::text, 'deallocate'::text), ('Slow start', null), ('Stuck start', null)$$,
+  'once its operation is sent, the project is watched, with the operation');
 select ok(private.record_stuck_projects(300) >= 1, 'record_stuck_projects records what it finds');
 select results_eq(
   $$select p.name, a.details ->> 'status' from public.project_activity a

@@ -6,20 +6,41 @@
  * (`await poller.submitted()`), never when it has finished: the reconciler watches the VM's
  * instance view instead. The poller is never awaited itself (it would poll to completion), and
  * a rejected submission is caught here: an unhandled rejection would kill the isolate.
+ *
+ * The SDK retries nothing (`maxRetries: 0`): its default pipeline would sleep through a 429's
+ * Retry-After inside the call and send the write again, past the operation's lease, when the
+ * reconciler may already have sent it again. The outbox owns every retry: a 429 becomes a
+ * `throttled` ComputeError carrying Retry-After, rescheduled without spending an attempt and
+ * paced by the shared write budget (operations.ts), which each accepted write feeds with ARM's
+ * `x-ms-ratelimit-remaining-subscription-writes`. No call is ever aborted: in Deno 2.9.6 an
+ * aborted request on a reused keep-alive connection of node:https is sent a second time
+ * (tests/integration/azure_throttling_test.ts).
  */
 import { ComputeManagementClient, type VirtualMachine } from "@azure/arm-compute";
 import { ClientSecretCredential } from "@azure/identity";
 import type { Logger } from "../log.ts";
 import type { AzureConfig } from "./azure_config.ts";
-import { computeErrorFromAzure } from "./azure_errors.ts";
+import { computeErrorFromAzure, type HeaderReader, remainingWrites } from "./azure_errors.ts";
 import { base64 } from "../base64.ts";
 import { cloudInit } from "./cloud_init.ts";
-import type { BootData, Compute, PowerState, VmSpec } from "./compute.ts";
+import type {
+  BootData,
+  Compute,
+  PowerState,
+  RequestKind,
+  VmSpec,
+  WriteReceipt,
+} from "./compute.ts";
 
 const NETWORK_API_VERSION = "2020-11-01";
 
 /** One VM per project: its name (and host name) come from the project ID. */
 export const vmName = (projectId: string) => `vm-${projectId}`;
+
+/** What each call passes the SDK: a look at the raw answer, for ARM's rate-limit headers. */
+interface CallOptions {
+  onResponse: (response: { headers: HeaderReader }) => void;
+}
 
 export function createAzureCompute(azure: AzureConfig, log: Logger): Compute {
   const credential = new ClientSecretCredential(
@@ -35,19 +56,32 @@ export function createAzureCompute(azure: AzureConfig, log: Logger): Compute {
   const client = new ComputeManagementClient(credential, azure.subscriptionId, {
     ...(azure.armEndpoint ? { endpoint: azure.armEndpoint } : {}),
     credentials: { scopes: [azure.armScope] },
-    // Throttling and 5xx are retried by the reconciler with its own backoff; the SDK's own
-    // retries only absorb blips, so a request never outlives its operation lease.
-    retryOptions: { maxRetries: 2, retryDelayInMs: 500, maxRetryDelayInMs: 5_000 },
+    // No retries inside a call (see above): the outbox retries, paced and after Retry-After.
+    retryOptions: { maxRetries: 0 },
   });
   const vms = client.virtualMachines;
   const rg = azure.resourceGroup;
 
-  /** Runs one Azure call, mapping its failure; operator faults are logged as errors. */
-  const call = async <T>(what: string, vm: string, run: () => Promise<T>, spec?: VmSpec) => {
+  /**
+   * Runs one Azure call, mapping its failure (operator faults are logged as errors, throttling
+   * as info: a burst meets it by design); answers the value and ARM's remaining writes.
+   */
+  const call = async <T>(
+    what: string,
+    kind: RequestKind,
+    vm: string,
+    run: (options: CallOptions) => Promise<T>,
+    spec?: VmSpec,
+  ): Promise<{ value: T; receipt: WriteReceipt }> => {
+    let remaining: number | undefined;
+    const onResponse = (response: { headers: HeaderReader }) => {
+      remaining = remainingWrites(response.headers) ?? remaining;
+    };
     try {
-      return await run();
+      const value = await run({ onResponse });
+      return { value, receipt: remaining === undefined ? {} : { remainingWrites: remaining } };
     } catch (error) {
-      const mapped = computeErrorFromAzure(error, spec?.vmSize, spec?.region);
+      const mapped = computeErrorFromAzure(error, spec?.vmSize, spec?.region, kind);
       const fields = {
         vm,
         operation: what,
@@ -55,47 +89,68 @@ export function createAzureCompute(azure: AzureConfig, log: Logger): Compute {
         azure_status: (error as { statusCode?: number }).statusCode,
         azure_code: (error as { code?: string }).code,
         azure_message: (error as Error).message,
+        ...(mapped.retryAfterSeconds === undefined
+          ? {}
+          : { retry_after_seconds: mapped.retryAfterSeconds }),
       };
       if (mapped.failure === "operator") log.error("azure: operator action needed", fields);
+      else if (mapped.failure === "throttled") log.info("azure: throttled", fields);
       else log.warn("azure: call failed", fields);
       throw mapped;
     }
   };
+  const write = async (
+    what: string,
+    kind: RequestKind,
+    vm: string,
+    run: (options: CallOptions) => Promise<unknown>,
+    spec?: VmSpec,
+  ) => (await call(what, kind, vm, run, spec)).receipt;
 
   return {
+    // Azure's limits are per subscription and service principal: so is the shared budget.
+    writeScope: `azure:${azure.subscriptionId}:${azure.clientId}`,
+
     provision: (vm, boot) =>
-      call("create", vmName(vm.projectId), async () => {
-        await vms.createOrUpdate(rg, vmName(vm.projectId), virtualMachine(azure, vm, boot))
-          .submitted();
+      write("create", "writes", vmName(vm.projectId), async (options) => {
+        await vms.createOrUpdate(
+          rg,
+          vmName(vm.projectId),
+          virtualMachine(azure, vm, boot),
+          options,
+        ).submitted();
       }, vm),
 
     start: (projectId) =>
-      call("start", vmName(projectId), async () => {
-        await vms.start(rg, vmName(projectId)).submitted();
+      write("start", "writes", vmName(projectId), async (options) => {
+        await vms.start(rg, vmName(projectId), options).submitted();
       }),
 
     deallocate: (projectId) =>
-      call("deallocate", vmName(projectId), async () => {
-        await vms.deallocate(rg, vmName(projectId)).submitted();
+      write("deallocate", "writes", vmName(projectId), async (options) => {
+        await vms.deallocate(rg, vmName(projectId), options).submitted();
       }),
 
     delete: async (projectId, { force }) => {
       try {
-        await call("delete", vmName(projectId), async () => {
-          await vms.delete(rg, vmName(projectId), { forceDeletion: force }).submitted();
+        return await write("delete", "deletes", vmName(projectId), async (options) => {
+          await vms.delete(rg, vmName(projectId), { ...options, forceDeletion: force })
+            .submitted();
         });
       } catch (error) {
         // Already gone is what a delete wants.
         if ((error as { failure?: string }).failure !== "not_found") throw error;
+        return {};
       }
     },
 
     powerState: async (projectId) => {
       try {
-        const view = await call(
+        const { value: view } = await call(
           "instanceView",
+          "reads",
           vmName(projectId),
-          () => vms.instanceView(rg, vmName(projectId)),
+          (options) => vms.instanceView(rg, vmName(projectId), options),
         );
         return powerStateOf(view.statuses ?? []);
       } catch (error) {

@@ -34,18 +34,36 @@ export interface BootData {
   bootstrapCredential: string;
 }
 
+/**
+ * What the provider said of its write limit when it accepted a write (Azure:
+ * `x-ms-ratelimit-remaining-subscription-writes`); empty when it says nothing.
+ */
+export interface WriteReceipt {
+  remainingWrites?: number;
+}
+
 export interface Compute {
-  provision(vm: VmSpec, boot: BootData): Promise<void>;
-  start(projectId: string): Promise<void>;
+  /**
+   * Where this driver's writes count against its provider's limit: one shared write budget per
+   * value (Azure: the subscription and the service principal), kept in the database.
+   */
+  readonly writeScope: string;
+  provision(vm: VmSpec, boot: BootData): Promise<WriteReceipt>;
+  start(projectId: string): Promise<WriteReceipt>;
   /** Stop = deallocate: a deallocated VM is not billed, a powered-off one is. */
-  deallocate(projectId: string): Promise<void>;
-  delete(projectId: string, options: { force: boolean }): Promise<void>;
+  deallocate(projectId: string): Promise<WriteReceipt>;
+  delete(projectId: string, options: { force: boolean }): Promise<WriteReceipt>;
   powerState(projectId: string): Promise<{ state: PowerState; detail?: string }>;
 }
 
 export type ComputeFailure =
-  /** Busy with another operation, throttled, or briefly unavailable: try again later. */
+  /** Busy with another operation or briefly unavailable: try again later. */
   | "transient"
+  /**
+   * The provider's request limit: refused unread, try again after `retryAfterSeconds`. Never
+   * given up on for this alone.
+   */
+  | "throttled"
   /** The VM does not exist. */
   | "not_found"
   /** Quota, SKU, capacity, invalid request: retrying will not help; the user must act. */
@@ -53,14 +71,42 @@ export type ComputeFailure =
   /** The platform's own credentials or configuration are wrong: an operator must act. */
   | "operator";
 
+/** Which of the provider's request limits a call counts against. */
+export type RequestKind = "reads" | "writes" | "deletes";
+
+export interface ComputeErrorDetails {
+  /** throttled: seconds the provider asked to wait (its `Retry-After`). */
+  retryAfterSeconds?: number;
+  /** throttled: the limit that refused the call. */
+  kind?: RequestKind;
+  /**
+   * Whether the provider's answer is known (default true). False when no answer came (a timeout,
+   * a lost connection) or a server error left it unknown whether the call took effect: the next
+   * attempt reads the VM before writing again.
+   */
+  answered?: boolean;
+}
+
 /** A driver failure with a message safe to show to the project's users. */
 export class ComputeError extends Error {
   override readonly name = "ComputeError";
-  constructor(readonly failure: ComputeFailure, message: string) {
+  readonly retryAfterSeconds: number | undefined;
+  readonly kind: RequestKind | undefined;
+  readonly answered: boolean;
+
+  constructor(
+    readonly failure: ComputeFailure,
+    message: string,
+    details: ComputeErrorDetails = {},
+  ) {
     super(message);
+    this.retryAfterSeconds = details.retryAfterSeconds;
+    this.kind = details.kind;
+    this.answered = details.answered ?? true;
   }
 
   get retryable(): boolean {
-    return this.failure === "transient" || this.failure === "operator";
+    return this.failure === "transient" || this.failure === "throttled" ||
+      this.failure === "operator";
   }
 }

@@ -66,6 +66,9 @@ export async function createLocalCompute(sql: Sql, options: LocalComputeOptions)
   const settles = (ms: number) => sql`now() + ${ms} * interval '1 millisecond'`;
 
   return {
+    // One budget for the simulated provider (it has no limit, but the pacing is the same).
+    writeScope: "local",
+
     async provision(vm, boot) {
       await inject("provision");
       await sql`
@@ -74,6 +77,7 @@ export async function createLocalCompute(sql: Sql, options: LocalComputeOptions)
                 ${settles(options.bootMs)})
         on conflict (project_id) do nothing`;
       options.onProvision?.(vm, boot);
+      return {};
     },
 
     async start(projectId) {
@@ -84,6 +88,7 @@ export async function createLocalCompute(sql: Sql, options: LocalComputeOptions)
         where project_id = ${projectId} and target <> 'gone'
         returning 1`;
       if (rows.length === 0) throw new ComputeError("not_found", "The VM does not exist");
+      return {};
     },
 
     async deallocate(projectId) {
@@ -93,6 +98,7 @@ export async function createLocalCompute(sql: Sql, options: LocalComputeOptions)
         where project_id = ${projectId} and target <> 'gone'
         returning 1`;
       if (rows.length === 0) throw new ComputeError("not_found", "The VM does not exist");
+      return {};
     },
 
     async delete(projectId, { force }) {
@@ -102,6 +108,7 @@ export async function createLocalCompute(sql: Sql, options: LocalComputeOptions)
         update local_compute.vms set target = 'gone',
           settles_at = ${settles(force ? 0 : options.deleteMs)}
         where project_id = ${projectId} and target <> 'gone'`;
+      return {};
     },
 
     async powerState(projectId) {
