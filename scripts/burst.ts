@@ -83,6 +83,14 @@ try {
       }\n`,
   );
   console.log(table(phases));
+  for (const phase of phases) {
+    console.log(`\nWhere the database time went (${phase.action}):\n`);
+    console.log("| statement | calls | ms |\n|---|---:|---:|");
+    for (const row of phase.topStatements) {
+      const query = row.query.replaceAll("|", "\\|");
+      console.log(`| \`${query}\` | ${row.calls} | ${row.ms.toFixed(0)} |`);
+    }
+  }
 } finally {
   await database.stop();
 }

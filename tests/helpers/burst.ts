@@ -88,6 +88,8 @@ export interface BurstPhase {
   /** Top-level statements and their execution time (pg_stat_statements). */
   dbStatements: number | undefined;
   dbMs: number | undefined;
+  /** Where the database time went: the statements that took the most (pg_stat_statements). */
+  topStatements: { query: string; calls: number; ms: number }[];
   /** CPU of the service's process and of PostgreSQL (all its processes), ms. */
   serviceCpuMs: number;
   postgresCpuMs: number | undefined;
@@ -216,6 +218,16 @@ async function phase(
           and query not like '%burst harness%'
           and query not like '%platform_start%' and query not like '%platform_stop%'`
     : [undefined];
+  const top = options.statements
+    ? await sql<{ query: string; calls: number; ms: number }[]>`
+      select left(regexp_replace(query, '\s+', ' ', 'g'), 120) as query, calls::float8 as calls,
+             total_exec_time::float8 as ms
+      from pg_stat_statements
+      where dbid = (select oid from pg_database where datname = current_database())
+        and toplevel and query not like '%burst harness%'
+        and query not like '%platform_start%' and query not like '%platform_stop%'
+      order by total_exec_time desc limit 8`
+    : [];
   const [outcomes] = await sql<[{ given_up: number; max_attempts: number; stuck: number }]>`
       select /* burst harness */
         (select count(*)::int from private.vm_operations
@@ -250,6 +262,7 @@ async function phase(
     reconcilerRuns: db?.runs,
     dbStatements: db?.statements,
     dbMs: db?.ms,
+    topStatements: top.map((row) => ({ ...row })),
     serviceCpuMs: cpu[0]! / 1000,
     postgresCpuMs: options.postgresPid ? cpu[1]! / 1000 : undefined,
   };
