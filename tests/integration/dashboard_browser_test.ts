@@ -167,48 +167,61 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
           undefined;
       }, { timeoutMs: 30_000 });
       const mail = await openPage(browser, mailUrl);
-      await mail.locator("::-p-text(Approval needed: git_force_push)").click();
-      const body = await eventually(() =>
-        Promise.resolve(mail.frames().find((frame) => frame.url() === "about:srcdoc"))
-      );
-      await waitForText(mail, "body", "demo@example.test");
-      await body.waitForSelector("a");
-      await screenshot(mail, "05-approval-email");
-      // MailDev shows an email in a sandboxed frame, which cannot show another site (the page
-      // refuses to be framed): the click's navigation is followed in a tab, as a mail client does.
-      const followed = new Promise<string>((resolve) =>
-        mail.on("request", (request) => {
-          if (request.isNavigationRequest() && request.url().includes("/approval?")) {
-            resolve(request.url());
+      let confirm: Page | undefined;
+      try {
+        await mail.locator("::-p-text(Approval needed: git_force_push)").click();
+        // The email's HTML, in the frame MailDev shows it in, once it is drawn.
+        const approve = await eventually(async () => {
+          for (const frame of mail.frames()) {
+            if (frame.url() !== "about:srcdoc" || frame.detached) continue;
+            const anchor = await frame.$('a[href*="decision=approved"]').catch(() => null);
+            if (anchor && await anchor.isVisible()) return anchor;
           }
-        })
-      );
-      await body.locator("::-p-text(Approve)").click();
-      const link = await followed;
-      assert.match(link, /\/approval\?token=vma_[\w-]{43}&decision=approved$/);
-      const confirm = await openPage(browser, link);
-      await waitForText(confirm, "main", "git_force_push");
-      await control(confirm, "Confirm approval").wait();
-      await screenshot(confirm, "05-approval-confirm");
-      const [pending] = await db.sql`select status from public.approvals where id = ${approvalId}`;
-      assert.equal(pending!.status, "pending", "opening the link decided nothing");
+          return undefined;
+        });
+        await screenshot(mail, "05-approval-email");
+        // MailDev shows an email in a sandboxed frame, which cannot show another site (the page
+        // refuses to be framed): the click's navigation is followed in a tab, as a mail client
+        // does.
+        const followed = new Promise<string>((resolve) =>
+          mail.on("request", (request) => {
+            if (request.isNavigationRequest() && request.url().includes("/approval?")) {
+              resolve(request.url());
+            }
+          })
+        );
+        await approve.click();
+        const link = await followed;
+        assert.match(link, /\/approval\?token=vma_[\w-]{43}&decision=approved$/);
+        confirm = await openPage(browser, link);
+        await waitForText(confirm, "main", "git_force_push");
+        await control(confirm, "Confirm approval").wait();
+        await screenshot(confirm, "05-approval-confirm");
+        const [pending] = await db.sql`
+          select status from public.approvals where id = ${approvalId}`;
+        assert.equal(pending!.status, "pending", "opening the link decided nothing");
 
-      await confirm.locator("#comment").fill("Approved from my email");
-      await control(confirm, "Confirm approval").click();
-      await waitForText(confirm, "[role=status]", "You approved");
-      await screenshot(confirm, "05-approval-confirmed");
-      const [decided] = await db.sql`
-        select status, decided_by, decision_comment from public.approvals where id = ${approvalId}`;
-      assert.deepEqual({ ...decided }, {
-        status: "approved",
-        decided_by: DEMO_USER_ID,
-        decision_comment: "Approved from my email",
-      });
-      // A second confirm of the same link is refused with the sentence saying why.
-      await confirm.goto(link);
-      await waitForText(confirm, "[role=alert]", "already approved by you");
-      await mail.close();
-      await confirm.close();
+        await confirm.locator("#comment").fill("Approved from my email");
+        await control(confirm, "Confirm approval").click();
+        await waitForText(confirm, "[role=status]", "You approved");
+        await screenshot(confirm, "05-approval-confirmed");
+        const [decided] = await db.sql`
+          select status, decided_by, decision_comment from public.approvals
+          where id = ${approvalId}`;
+        assert.deepEqual({ ...decided }, {
+          status: "approved",
+          decided_by: DEMO_USER_ID,
+          decision_comment: "Approved from my email",
+        });
+        // The same link again is refused with the sentence saying why.
+        await confirm.goto(link);
+        await waitForText(confirm, "[role=alert]", "already approved by you");
+      } finally {
+        await mail.close();
+        await confirm?.close();
+        // The dashboard's tab in front again: a background tab draws no frames to click on.
+        await page.bringToFront();
+      }
     },
   );
 
