@@ -4,9 +4,9 @@
  * receive them. It can refuse the next messages with a temporary failure (451), to see the sender
  * retry, and it checks the credentials it is given.
  */
-// @ts-types="@types/smtp-server"
+// @ts-types="./smtp_server.d.ts"
 import { SMTPServer } from "smtp-server";
-// @ts-types="@types/mailparser"
+// @ts-types="./mailparser.d.ts"
 import { simpleParser } from "mailparser";
 
 export interface CaughtEmail {

@@ -126,7 +126,7 @@ Deno.test("email, approval links, reminders and Slack, end to end", async (t) =>
   await t.step("an approval asked by the VM is one email per member who wants it", async () => {
     first = await ask("deploy-1");
     // Sent right after the request: the reconciler has not run.
-    await eventually(async () => emailsAbout("deploy-1").length >= 3 || undefined, {
+    await eventually(() => Promise.resolve(emailsAbout("deploy-1").length >= 3 || undefined), {
       timeoutMs: 15_000,
     });
     const mail = emailsAbout("deploy-1");
@@ -232,7 +232,7 @@ Deno.test("email, approval links, reminders and Slack, end to end", async (t) =>
 
   await t.step("an expired approval's link is refused, saying so", async () => {
     const id = await ask("deploy-2");
-    await eventually(async () => emailsAbout("deploy-2").length >= 3 || undefined);
+    await eventually(() => Promise.resolve(emailsAbout("deploy-2").length >= 3 || undefined));
     const token = linksOf(emailsAbout("deploy-2").find((e) => e.to === "owner@example.test")!)!
       .token;
     await sql`update public.approvals set expires_at = now() - interval '1 second'
@@ -246,7 +246,7 @@ Deno.test("email, approval links, reminders and Slack, end to end", async (t) =>
 
   await t.step("a member removed meanwhile may no longer decide", async () => {
     const id = await ask("deploy-3");
-    await eventually(async () => emailsAbout("deploy-3").length >= 3 || undefined);
+    await eventually(() => Promise.resolve(emailsAbout("deploy-3").length >= 3 || undefined));
     const token = linksOf(emailsAbout("deploy-3").find((e) => e.to === "leaver@example.test")!)!
       .token;
     await sql`delete from public.project_members where project_id = ${projectId}
@@ -298,7 +298,7 @@ Deno.test("email, approval links, reminders and Slack, end to end", async (t) =>
 
   await t.step("a reminder goes out once, to the owners and admins too", async () => {
     const id = await ask("deploy-5");
-    await eventually(async () => emailsAbout("deploy-5").length >= 2 || undefined);
+    await eventually(() => Promise.resolve(emailsAbout("deploy-5").length >= 2 || undefined));
     await sql`update public.approvals set created_at = now() - interval '16 minutes'
       where id = ${id}`;
     const report = await reconcile();
@@ -353,7 +353,7 @@ Deno.test("email, approval links, reminders and Slack, end to end", async (t) =>
         .eq("id", endpoint_id).single();
       assert.equal(data!.format, "slack");
       const id = await ask("deploy-6", { description: "Ship <it> & *now* (deploy-6)" });
-      await eventually(async () => received.length >= 1 || undefined);
+      await eventually(() => Promise.resolve(received.length >= 1 || undefined));
       const message = received[0] as {
         text: string;
         blocks: { type: string; elements?: { url: string }[] }[];
@@ -366,12 +366,12 @@ Deno.test("email, approval links, reminders and Slack, end to end", async (t) =>
         `${server.origin}/#/${org}/projects/${projectId}/approvals/${id}`,
       );
       assert.ok(JSON.stringify(message).includes("Ship &lt;it&gt; &amp; *now*"), "escaped");
-      const token = await eventually(async () => {
+      const token = await eventually(() => {
         const email = emailsAbout("deploy-6").find((e) => e.to === "owner@example.test");
-        return email ? linksOf(email)?.token : undefined;
+        return Promise.resolve(email ? linksOf(email)?.token : undefined);
       });
       assert.equal((await confirm(token, "rejected")).status, 200);
-      await eventually(async () => received.length >= 2 || undefined);
+      await eventually(() => Promise.resolve(received.length >= 2 || undefined));
       assert.deepEqual(slackMessageProblems(received[1]), []);
       const [approval] = await sql`select status from public.approvals where id = ${id}`;
       assert.equal(approval!.status, "rejected");

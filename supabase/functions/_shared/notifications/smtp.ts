@@ -6,7 +6,7 @@
  * secret: nodemailer logs nothing here, and any error text that could carry it is redacted before
  * it reaches a log line or the database.
  */
-// @ts-types="@types/nodemailer"
+// @ts-types="./nodemailer.d.ts"
 import nodemailer from "nodemailer";
 
 export interface Email {
