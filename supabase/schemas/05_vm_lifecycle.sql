@@ -675,7 +675,9 @@ $$;
 grant execute on function private.transitional_projects(integer) to service_role;
 
 /**
- * Records, once per stay, that a project has been in a transitional state too long.
+ * Records, once per stay, that a project has been in a transitional state too long: longer than
+ * the threshold since its status changed and since its operation was accepted by the provider.
+ * A project whose operation is still to be sent (queued behind the provider's pace) is not stuck.
  */
 create or replace function private.record_stuck_projects(p_stuck_after_seconds integer)
 returns integer
@@ -689,11 +691,19 @@ declare
   v_count integer := 0;
 begin
   for v_project in
-    update public.projects set stuck_recorded_at = now()
-    where is_transitional
-      and stuck_recorded_at is null
-      and status_changed_at < now() - make_interval(secs => p_stuck_after_seconds)
-    returning id, status, status_changed_at
+    update public.projects p set stuck_recorded_at = now()
+    where p.is_transitional
+      and p.stuck_recorded_at is null
+      and p.status_changed_at < now() - make_interval(secs => p_stuck_after_seconds)
+      -- Queued is not stuck: an operation still to be sent waits for the provider's pace (a
+      -- 09:00 burst); the wait for the VM counts from when its operation was accepted.
+      and not exists (
+        select 1 from private.vm_operations q where q.project_id = p.id and q.state = 'pending')
+      and coalesce((
+        select max(q.updated_at) from private.vm_operations q
+        where q.project_id = p.id and q.state = 'submitted'
+      ), p.status_changed_at) < now() - make_interval(secs => p_stuck_after_seconds)
+    returning p.id, p.status, p.status_changed_at
   loop
     perform private.record_activity(v_project.id, 'vm_stuck', jsonb_build_object(
       'status', v_project.status, 'since', private.iso8601(v_project.status_changed_at)
@@ -738,8 +748,15 @@ begin
       'updated_at', p.updated_at,
       'status_changed_at', p.status_changed_at,
       'last_error', p.last_error,
+      -- As record_stuck_projects: queued behind the provider's pace is not stuck.
       'stuck', p.is_transitional
-        and p.status_changed_at < now() - make_interval(secs => p_stuck_after_seconds),
+        and p.status_changed_at < now() - make_interval(secs => p_stuck_after_seconds)
+        and not exists (
+          select 1 from private.vm_operations q where q.project_id = p.id and q.state = 'pending')
+        and coalesce((
+          select max(q.updated_at) from private.vm_operations q
+          where q.project_id = p.id and q.state = 'submitted'
+        ), p.status_changed_at) < now() - make_interval(secs => p_stuck_after_seconds),
       'idle_stop_minutes', p.idle_stop_minutes,
       'schedule', p.schedule,
       'next_scheduled_start_at', p.next_scheduled_start_at,

@@ -1,9 +1,10 @@
 -- Compute pacing (supabase/schemas/21_compute_pacing.sql): the shared write budget (a token bucket
 -- on the database clock), the paced claim, vm-api's token, the provider's word (remaining writes,
--- 429s), throttled and deferred sends giving their attempt back, sends in doubt, held leases.
+-- 429s), throttled and deferred sends giving their attempt back, sends in doubt, held leases; and
+-- a project queued behind the pace not counted as stuck (05_vm_lifecycle.sql).
 begin;
 \ir fixtures.psql
-select plan(39);
+select plan(44);
 
 -- Five projects with a start due now each; a sixth with a last_error.
 select tests.create_project(('0c000000-0000-4000-8000-00000000000' || n)::uuid,
@@ -162,6 +163,36 @@ update private.vm_operations set next_attempt_at = clock_timestamp() - interval 
 select is(private.extend_vm_operation_lease((select id from private.vm_operations
   where project_id = '0c000000-0000-4000-8000-000000000003'), 2, 30), false,
   'not once its lease ran out');
+
+-- Queued is not stuck: a start waiting for the budget for 10 minutes is not recorded as stuck,
+-- nor answered stuck; its wait counts from when its operation was accepted.
+select tests.create_project('0c000000-0000-4000-8000-0000000000aa', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
+  'Queued long', 'starting', '11111111-1111-4111-8111-111111111111', now() - interval '10 minutes');
+insert into private.vm_operations (project_id, kind, next_attempt_at)
+  values ('0c000000-0000-4000-8000-0000000000aa', 'start', now() + interval '1 minute');
+select private.record_stuck_projects(300);
+select is((select stuck_recorded_at from public.projects where id = '0c000000-0000-4000-8000-0000000000aa'),
+  null, 'a project queued behind the pace for 10 minutes is not recorded as stuck');
+select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
+select is((private.vm_status('0c000000-0000-4000-8000-0000000000aa', 300)) -> 'project' -> 'stuck', 'false'::jsonb,
+  'nor is it answered stuck');
+reset role;
+select private.vm_operation_accepted(id, 'test:scope', 3, 2, null) from private.vm_operations
+  where project_id = '0c000000-0000-4000-8000-0000000000aa';
+select private.record_stuck_projects(300);
+select is((select stuck_recorded_at from public.projects where id = '0c000000-0000-4000-8000-0000000000aa'),
+  null, 'just accepted by the provider: its VM has the whole threshold to get there');
+alter table private.vm_operations disable trigger vm_operations_touch_updated_at;
+update private.vm_operations set updated_at = now() - interval '6 minutes'
+  where project_id = '0c000000-0000-4000-8000-0000000000aa';
+alter table private.vm_operations enable trigger vm_operations_touch_updated_at;
+select private.record_stuck_projects(300);
+select isnt((select stuck_recorded_at from public.projects where id = '0c000000-0000-4000-8000-0000000000aa'),
+  null, 'accepted 6 minutes ago and still starting: stuck');
+select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
+select is((private.vm_status('0c000000-0000-4000-8000-0000000000aa', 300)) -> 'project' -> 'stuck', 'true'::jsonb,
+  'and answered so');
+reset role;
 
 select * from finish();
 rollback;
