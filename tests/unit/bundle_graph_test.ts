@@ -32,6 +32,11 @@ Deno.test("the webhooks function, like vm-reporter, carries no Azure SDK", async
   assert.deepEqual(size.packages.filter((p) => /azure|msal/.test(p)), []);
 });
 
+Deno.test("approval-links carries no Azure SDK and no SMTP client: it only reads and decides", async () => {
+  const size = await graphSize(entry("approval-links"));
+  assert.deepEqual(size.packages.filter((p) => /azure|msal|nodemailer/.test(p)), []);
+});
+
 Deno.test("the limits apply to the compressed upload, not to what it unpacks to", async () => {
   const size = await graphSize(entry("vm-api"));
   // Unpacked, the Azure SDKs alone are far over 20 MB; the upload is what the limit measures.
