@@ -220,7 +220,7 @@ async function phase(
     : [undefined];
   const top = options.statements
     ? await sql<{ query: string; calls: number; ms: number }[]>`
-      select left(regexp_replace(query, '\s+', ' ', 'g'), 120) as query, calls::float8 as calls,
+      select left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 120) as query, calls::float8 as calls,
              total_exec_time::float8 as ms
       from pg_stat_statements
       where dbid = (select oid from pg_database where datname = current_database())
