@@ -107,6 +107,7 @@ function table(phases: BurstPhase[]): string {
     ["VMs written twice", (p) => String(p.issuedTwice)],
     ["write 429s / sent again before Retry-After", (p) => `${p.throttled} / ${p.retriedTooSoon}`],
     ["reads / read 429s", (p) => `${p.reads} / ${p.readsThrottled}`],
+    ["VMs read before their write", (p) => String(p.readFirst)],
     ["given up / most attempts", (p) => `${p.givenUp} / ${p.maxAttempts}`],
     ["recorded stuck", (p) => String(p.stuck)],
     ["reconciler runs", (p) => String(p.reconcilerRuns ?? "")],

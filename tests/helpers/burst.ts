@@ -78,6 +78,8 @@ export interface BurstPhase {
   /** Reads (instance views) ARM accepted, and refused with 429. */
   reads: number;
   readsThrottled: number;
+  /** VMs read before their write was sent (a burst's writes need no read first). */
+  readFirst: number;
   /** Operations given up (failed), and the most attempts any operation took. */
   givenUp: number;
   maxAttempts: number;
@@ -243,6 +245,12 @@ async function phase(
   const perVm = new Map<string, number>();
   for (const r of accepted) perVm.set(r.vmName!, (perVm.get(r.vmName!) ?? 0) + 1);
   const reads = requests.filter((r) => r.operation === "instanceView");
+  const firstRequest = new Map<string, string>();
+  for (const r of requests) {
+    if (r.vmName && (r.operation === "instanceView" || r.operation === operation)) {
+      if (!firstRequest.has(r.vmName)) firstRequest.set(r.vmName, r.operation);
+    }
+  }
   return {
     action,
     projects: count,
@@ -256,6 +264,7 @@ async function phase(
     retriedTooSoon: retriedTooSoon(writes),
     reads: reads.filter((r) => r.status !== 429).length,
     readsThrottled: reads.filter((r) => r.status === 429).length,
+    readFirst: [...firstRequest.values()].filter((o) => o === "instanceView").length,
     givenUp: outcomes.given_up,
     maxAttempts: outcomes.max_attempts,
     stuck: outcomes.stuck,

@@ -192,7 +192,12 @@ Deno.test("azure: a burst of 300 starts and stops, paced to ARM", async () => {
     armThrottling: { writes: { size: 30, refillPerSecond: 15 } },
     vmOperationMs: 500,
     reconcileIntervalMs: 250,
-    env: { COMPUTE_WRITE_REFILL_PER_SECOND: "30", COMPUTE_MAX_ATTEMPTS: "2" },
+    // A queue of 20 s: under the old rule most would have been recorded stuck after 8.
+    env: {
+      COMPUTE_WRITE_REFILL_PER_SECOND: "30",
+      COMPUTE_MAX_ATTEMPTS: "2",
+      STUCK_AFTER_SECONDS: "8",
+    },
     phaseTimeoutMs: 120_000,
   });
   for (const phase of result.phases) {
@@ -203,6 +208,8 @@ Deno.test("azure: a burst of 300 starts and stops, paced to ARM", async () => {
     assert.equal(phase.retriedTooSoon, 0, `never sent again before Retry-After: ${what}`);
     assert.equal(phase.givenUp, 0, `throttling never gives an operation up: ${what}`);
     assert.equal(phase.maxAttempts, 1, `no attempt spent on a 429: ${what}`);
+    assert.equal(phase.readFirst, 0, `a burst's writes read nothing first: ${what}`);
+    assert.equal(phase.stuck, 0, `queued is not stuck: ${what}`);
   }
   assert.doesNotMatch(result.serviceOutput, /"level":"error"/);
 });
