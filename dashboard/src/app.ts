@@ -159,7 +159,7 @@ export async function startApp(
       go({ view: "organization", org: org() });
     }
     seen = new Map(projectList.map((p) => [p.id, p.name]));
-    live?.follow(projectList.map((p) => p.id));
+    live?.follow(projectList.map((p) => p.id), selectedId());
     show(
       projectNav,
       ...projectList.map((project) =>
@@ -341,6 +341,7 @@ export async function startApp(
   }
 
   async function render(): Promise<void> {
+    live?.follow(projectList.map((p) => p.id), selectedId());
     renderHeader();
     markCurrent();
     mounted = undefined;
@@ -444,7 +445,7 @@ export async function startApp(
     live.listen(onTick);
     await refreshProjects();
     await render();
-    await live.start(projectList.map((p) => p.id));
+    await live.start(projectList.map((p) => p.id), selectedId());
   }
 
   show(

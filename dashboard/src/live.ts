@@ -1,7 +1,9 @@
 /**
  * What keeps the page current: Supabase Realtime (contract §14). The page joins the private
  * channels of what it shows — `organization:<id>` for the organization's owners and admins (every
- * event of it), else `project:<id>` for each of the member's projects — and every broadcast (an
+ * event of it) and the shown project's `project:<id>` (its telemetry: what the VM reports without
+ * an event goes to project channels only), else `project:<id>` for each of the member's
+ * projects (at most 100, the hosted limit of channels a connection) — and every broadcast (an
  * event, or `telemetry` for what a VM reported without one) lets the visible area read its rows
  * again, a burst of them once. On every SUBSCRIBED (the first join, and each rejoin after the
  * connection was lost) it reads the event feed from the last id seen, so nothing that happened
@@ -19,6 +21,8 @@ export type TickListener = (events: FeedEvent[]) => Promise<void> | void;
 
 /** How often the feed is read while the live connection is down. */
 export const FALLBACK_MS = 3_000;
+/** Channels one connection may join on hosted Realtime (ChannelRateLimitReached beyond). */
+const MAX_CHANNELS = 100;
 /** Broadcasts arriving this close together are one refresh. */
 const COALESCE_MS = 150;
 
@@ -45,22 +49,22 @@ export class Live {
   constructor(private readonly client: DashboardClient, private readonly options: LiveOptions) {}
 
   /** Follows from now (the latest event is where the feed starts) on the given projects. */
-  async start(projectIds: string[]): Promise<void> {
+  async start(projectIds: string[], shown?: string): Promise<void> {
     const latest = await eventsAfter(this.client, this.options.organizationId, undefined, 1);
     this.#lastId = latest.at(-1)?.id;
     const { data } = await this.client.auth.getSession();
     // Private channels are authorized with the user's token (refreshed by supabase-js after).
     await this.client.realtime.setAuth(data.session?.access_token ?? null);
     this.#started = true;
-    this.follow(projectIds);
+    this.follow(projectIds, shown);
   }
 
-  /** The channels for these projects (a member's list changed); the organization's stays. */
-  follow(projectIds: string[]): void {
+  /** The channels for these projects and the one shown (the list or the selection changed). */
+  follow(projectIds: string[], shown?: string): void {
     if (this.#stopped || !this.#started) return;
     const topics = this.options.admin
-      ? [`organization:${this.options.organizationId}`]
-      : projectIds.map((id) => `project:${id}`);
+      ? [`organization:${this.options.organizationId}`, ...(shown ? [`project:${shown}`] : [])]
+      : projectIds.slice(0, MAX_CHANNELS).map((id) => `project:${id}`);
     for (const [topic, { channel }] of this.#channels) {
       if (!topics.includes(topic)) {
         void this.client.removeChannel(channel);
