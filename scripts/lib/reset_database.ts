@@ -24,7 +24,7 @@ export async function resetDatabase(
   const admin = postgres(maintenance.href, { max: 1, onnotice: () => {} });
   try {
     log(`dropping and recreating database ${name}`);
-    await admin.unsafe(`drop database if exists ${quoteIdent(name)} with (force)`);
+    await dropDatabase(admin, name);
     await admin.unsafe(`create database ${quoteIdent(name)}`);
   } finally {
     await admin.end();
@@ -32,6 +32,31 @@ export async function resetDatabase(
   await migrate(databaseUrl, log);
   await seed(databaseUrl);
   log("seeded supabase/seed.sql");
+}
+
+const DROP_ATTEMPTS = 5;
+
+/**
+ * `drop ... with (force)` ends the database's connections but not its logical replication (the
+ * local Realtime server's slot), which a running stack may also take again at once: the slots'
+ * senders are ended and their slots dropped, then the database, a few times if needed.
+ */
+async function dropDatabase(admin: postgres.Sql, name: string): Promise<void> {
+  for (let attempt = 1;; attempt++) {
+    await admin`
+      select pg_terminate_backend(active_pid) from pg_replication_slots
+      where database = ${name} and active_pid is not null`;
+    await admin`
+      select pg_drop_replication_slot(slot_name) from pg_replication_slots
+      where database = ${name} and not active`.catch(() => {});
+    try {
+      await admin.unsafe(`drop database if exists ${quoteIdent(name)} with (force)`);
+      return;
+    } catch (error) {
+      if (attempt >= DROP_ATTEMPTS || !/replication slot/i.test(String(error))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
 }
 
 function quoteIdent(name: string): string {
