@@ -685,7 +685,10 @@ $$;
 
 grant execute on function private.record_email_attempt(uuid, integer, text, integer[]) to service_role;
 
-/** Drops sent and failed emails older than the event log's retention. */
+/**
+ * Drops emails older than the event log's retention: sent, failed, and pending ones too (waiting
+ * that long, for an SMTP_URL, they would tell of the past; retries end within days).
+ */
 create or replace function private.prune_email_notifications(p_retention_days integer)
 returns integer
 language plpgsql
@@ -697,7 +700,7 @@ declare
   v_count integer;
 begin
   delete from private.email_notifications
-    where created_at < now() - make_interval(days => p_retention_days) and status <> 'pending';
+    where created_at < now() - make_interval(days => p_retention_days);
   get diagnostics v_count = row_count;
   return v_count;
 end;

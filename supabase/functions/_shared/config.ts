@@ -307,8 +307,8 @@ export const ENV = {
         "must be smtps://user:password@host:465 or smtp://user:password@host:port",
       ).optional(),
       whenUnset: "local: the stack's mail catcher; hosted: unset, no email is sent",
-      doc: "Where emails are sent; hosted Edge Functions refuse outbound ports 25 and 587, so " +
-        "hosted takes `smtps://` on 465. A secret: its password is never logged or stored.",
+      doc: "Where emails are sent (a secret, whose password is never logged or stored); hosted " +
+        "Edge Functions refuse outbound ports 25 and 587, so hosted takes `smtps://` on 465.",
     },
     SMTP_FROM: {
       schema: z.string().min(3).default("VM Service <notifications@vm-service.local>"),
