@@ -170,16 +170,6 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
       let confirm: Page | undefined;
       try {
         await mail.locator("::-p-text(Approval needed: git_force_push)").click();
-        // The email's HTML, in the frame MailDev shows it in, once it is drawn.
-        const approve = await eventually(async () => {
-          for (const frame of mail.frames()) {
-            if (frame.url() !== "about:srcdoc" || frame.detached) continue;
-            const anchor = await frame.$('a[href*="decision=approved"]').catch(() => null);
-            if (anchor && await anchor.isVisible()) return anchor;
-          }
-          return undefined;
-        });
-        await screenshot(mail, "05-approval-email");
         // MailDev shows an email in a sandboxed frame, which cannot show another site (the page
         // refuses to be framed): the click's navigation is followed in a tab, as a mail client
         // does.
@@ -190,7 +180,27 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
             }
           })
         );
-        await approve.click();
+        // The email's HTML, in the frame MailDev shows it in, once it is drawn; MailDev may draw
+        // the frame again meanwhile, so finding the link and clicking it are one attempt.
+        let shot = false;
+        await eventually(async () => {
+          for (const frame of mail.frames()) {
+            if (frame.url() !== "about:srcdoc" || frame.detached) continue;
+            try {
+              const anchor = await frame.$('a[href*="decision=approved"]');
+              if (!anchor || !(await anchor.isVisible())) continue;
+              if (!shot) {
+                await screenshot(mail, "05-approval-email");
+                shot = true;
+              }
+              await anchor.click();
+              return true;
+            } catch {
+              // the frame was drawn again under the handle: look again
+            }
+          }
+          return undefined;
+        });
         const link = await followed;
         assert.match(link, /\/approval\?token=vma_[\w-]{43}&decision=approved$/);
         confirm = await openPage(browser, link);
