@@ -361,24 +361,20 @@ export class TeamRunner {
         },
       });
     }
-    if (published.conflict) {
+    // A conflict met now, or markers left behind by a conflict session: the agent's next
+    // session resolves it.
+    const unresolved = published.conflict ??
+      (task.kind === "conflict" && !resolved && outcome?.end === "completed"
+        ? task.files ?? []
+        : undefined);
+    if (unresolved) {
       await this.#board.add({
         id: crypto.randomUUID(),
         agent: agent.name,
         kind: "conflict",
         text: "Resolve a rebase conflict",
         from: "runner",
-        files: published.conflict,
-      });
-    } else if (task.kind === "conflict" && !resolved && outcome?.end === "completed") {
-      // Markers left behind: the agent tries again in its next session.
-      await this.#board.add({
-        id: crypto.randomUUID(),
-        agent: agent.name,
-        kind: "conflict",
-        text: "Resolve a rebase conflict",
-        from: "runner",
-        files: task.files ?? [],
+        files: unresolved,
       });
     }
 

@@ -46,22 +46,8 @@ begin
 end;
 $$;
 
-create or replace function private.broadcast_new_agents()
-returns trigger
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-  perform realtime.send(jsonb_build_object('table', tg_table_name), 'telemetry',
-                        'project:' || touched.project_id, true)
-  from (select distinct project_id from new_rows) touched;
-  return null;
-end;
-$$;
-
-revoke all on function private.broadcast_telemetry(), private.broadcast_agent_changes(),
-  private.broadcast_new_agents() from public;
+revoke all on function private.broadcast_telemetry(), private.broadcast_agent_changes()
+  from public;
 
 do $$
 declare
@@ -83,7 +69,7 @@ begin
     execute function private.broadcast_telemetry();
   create trigger project_agents_broadcast_insert after insert on public.project_agents
     referencing new table as new_rows for each statement
-    execute function private.broadcast_new_agents();
+    execute function private.broadcast_telemetry();
   create trigger project_agents_broadcast_update after update on public.project_agents
     referencing old table as old_rows new table as new_rows for each statement
     execute function private.broadcast_agent_changes();
