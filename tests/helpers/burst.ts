@@ -187,9 +187,12 @@ async function phase(
   const deadline = started + (options.phaseTimeoutMs ?? 3_600_000);
   let lastSaid = 0;
   while (true) {
+    // Marked, so the database's figures leave it out: the burst's projects are the only ones
+    // of their organization.
     const [{ done }] = await sql<[{ done: number }]>`
-        select count(*)::int as done from public.projects
-        where id = any(${ids}::uuid[]) and status = ${target}`;
+        select /* burst harness */ count(*)::int as done from public.projects
+        where organization_id = (select organization_id from public.projects where id = ${ids[0]!})
+          and status = ${target}`;
     const elapsed = (performance.now() - started) / 1000;
     while (arrivals.length < done) arrivals.push(elapsed);
     if (done === count) break;
