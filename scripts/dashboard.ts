@@ -1,4 +1,4 @@
 /** `deno task dashboard`: builds the reference dashboard into dashboard/dist/ (a static site). */
-import { buildDashboard } from "./lib/dashboard_build.ts";
+import { buildDashboard } from "../dashboard/build.ts";
 
 await buildDashboard(console.log);

@@ -1,9 +1,9 @@
 /**
- * `deno task docs`: writes every generated document (scripts/lib/generated_docs.ts), e.g.
+ * `deno task docs`: writes every generated document (scripts/generators/generated_docs.ts), e.g.
  * docs/configuration.md from the settings declared in supabase/functions/_shared/config.ts.
  * `deno task docs --check` writes nothing and fails when one is out of date.
  */
-import { docFile, GENERATED_DOCS } from "./lib/generated_docs.ts";
+import { docFile, GENERATED_DOCS } from "./generators/generated_docs.ts";
 
 const check = Deno.args.includes("--check");
 let stale = 0;

@@ -4,10 +4,10 @@
  * private cluster) after applying pending migrations.
  */
 import postgres from "postgres";
-import { generateDatabaseTypes } from "./lib/database_types.ts";
-import { readApiSettings } from "./lib/api_settings.ts";
-import { openLocalDatabase } from "./lib/local_database.ts";
-import { migrate } from "./lib/migrations.ts";
+import { generateDatabaseTypes } from "./generators/database_types.ts";
+import { readApiSettings } from "../local/data_api/api_settings.ts";
+import { openLocalDatabase } from "../local/database/local_database.ts";
+import { migrate } from "../local/database/migrations.ts";
 
 export const DATABASE_TYPES_FILE = new URL("../supabase/types/database.ts", import.meta.url);
 

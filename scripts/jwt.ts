@@ -3,8 +3,8 @@
  * SUPABASE_JWT_SECRET; default: the local secret), valid for an hour (JWT_EXPIRES_IN seconds to
  * change it). Without a user id, the token of the seed's demo user.
  */
-import { mintUserJwt } from "./lib/jwt.ts";
-import { DEMO_USER_EMAIL, DEMO_USER_ID } from "./lib/seed.ts";
+import { mintUserJwt } from "../local/auth/jwt.ts";
+import { DEMO_USER_EMAIL, DEMO_USER_ID } from "../local/database/seed.ts";
 import { isUuid } from "../supabase/functions/_shared/uuid.ts";
 
 const userId = Deno.args[0] ?? DEMO_USER_ID;

@@ -1,6 +1,6 @@
 /** `deno task migrate`: applies pending migrations to DATABASE_URL (or the local cluster). */
-import { migrate } from "./lib/migrations.ts";
-import { openLocalDatabase } from "./lib/local_database.ts";
+import { migrate } from "../local/database/migrations.ts";
+import { openLocalDatabase } from "../local/database/local_database.ts";
 
 const database = await openLocalDatabase(console.log);
 try {

@@ -2,7 +2,7 @@
  * `deno task openapi`: writes the OpenAPI 3.1 document of vm-api and vm-reporter, generated from
  * their zod schemas, to docs/openapi.json (committed; a test fails when it is out of date).
  */
-import { openApiDocument } from "./lib/openapi/document.ts";
+import { openApiDocument } from "./generators/openapi/document.ts";
 
 export const OPENAPI_FILE = new URL("../docs/openapi.json", import.meta.url);
 

@@ -9,7 +9,7 @@
 import postgres from "postgres";
 import { parseArgs } from "node:util";
 import { newReporterToken } from "../supabase/functions/_shared/reporter_token.ts";
-import { openLocalDatabase } from "./lib/local_database.ts";
+import { openLocalDatabase } from "../local/database/local_database.ts";
 import { isUuid } from "../supabase/functions/_shared/uuid.ts";
 
 const { values, positionals } = parseArgs({

@@ -3,8 +3,8 @@
  * cluster), applies every migration and `supabase/seed.sql`, like `supabase db reset`. A running
  * `deno task start` loses its connections for a moment and carries on with the fresh data.
  */
-import { openLocalDatabase } from "./lib/local_database.ts";
-import { resetDatabase } from "./lib/reset_database.ts";
+import { openLocalDatabase } from "../local/database/local_database.ts";
+import { resetDatabase } from "../local/database/reset_database.ts";
 
 const database = await openLocalDatabase(console.log);
 try {

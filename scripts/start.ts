@@ -1,238 +1,43 @@
 /**
- * `deno task start`: the whole service on one machine, as `supabase start` lays it out. Opens the
- * database (DATABASE_URL, or a private cluster under `.local/`, seeded when new), applies pending
- * migrations, starts the Data API (PostgREST), serves it at http://127.0.0.1:$PORT/rest/v1 and the
- * functions at /functions/v1/<name> and Realtime at /realtime/v1/websocket on the same port, runs
- * the reconciler every RECONCILE_INTERVAL_MS, runs a mail catcher with a web page unless SMTP_URL
- * is set (contract §13's emails land there), and stops everything it started on Ctrl-C. Each local
- * VM runs the real agent team: Claude Code sessions (the CLI installed from npm under `.local/`)
- * against ANTHROPIC_BASE_URL when it is set, else against the stack's own model stand-in.
+ * `deno task start`: the local stack (local/stack.ts) on http://127.0.0.1:$PORT, the addresses it
+ * answers at printed as `supabase start` prints them; Ctrl-C (or SIGTERM) stops it in order.
  */
-import { loadConfig, LOCAL_JWT_ISSUER } from "../supabase/functions/_shared/config.ts";
-import { describeError } from "../supabase/functions/_shared/log.ts";
-import { closeServices, createServices } from "../supabase/functions/_shared/services.ts";
-import { createVmApi } from "../supabase/functions/vm-api/handler.ts";
-import { createVmReconciler } from "../supabase/functions/vm-reconciler/handler.ts";
-import { createWebhooksApi } from "../supabase/functions/webhooks/handler.ts";
-import { createApprovalLinks } from "../supabase/functions/approval-links/handler.ts";
-import { redactSmtpUrl } from "../supabase/functions/_shared/notifications/smtp.ts";
-import { type MailCatcher, mailCatcherPorts, startMailCatcher } from "./lib/mail_catcher.ts";
-import { createVmReporter } from "../supabase/functions/vm-reporter/handler.ts";
-import { readApiSettings } from "./lib/api_settings.ts";
-import { createGateway, type DataApiRoute } from "./lib/gateway.ts";
-import { mintApiKey } from "./lib/jwt.ts";
-import { createLocalAuth } from "./lib/local_auth.ts";
-import { ensureDashboard } from "./lib/dashboard_build.ts";
-import { createDashboardSite } from "./lib/dashboard_site.ts";
-import { ensureClaudeCode } from "./lib/claude_code.ts";
-import { LocalFleet, type RealTeam } from "./lib/local_fleet.ts";
-import { startModelStandIn } from "./lib/model_standin.ts";
-import {
-  DEFAULT_APPROVAL_TTL_SECONDS,
-  DEFAULT_SESSION_TIMEOUT_MINUTES,
-  teamSettings,
-} from "../agent/team/team_settings.ts";
-import { openLocalDatabase } from "./lib/local_database.ts";
-import { migrate } from "./lib/migrations.ts";
-import { type DataApi, startDataApi } from "./lib/postgrest.ts";
-import { startReconcileLoop } from "./lib/reconcile_loop.ts";
-import { type RealtimeServer, startRealtime } from "./lib/realtime/server.ts";
-import { seed } from "./lib/seed.ts";
+import { type StackAddresses, startStack } from "../local/stack.ts";
 
 const say = (line: string) => console.log(`[start] ${line}`);
 
-const database = await openLocalDatabase(say);
-say(`database: ${database.url}`);
-await migrate(database.url, say);
-if (database.fresh) {
-  await seed(database.url);
-  say("seeded supabase/seed.sql (a new local database)");
-}
+const stack = await startStack(say, printAddresses);
+Deno.addSignalListener("SIGINT", () => stack.shutdown("SIGINT"));
+Deno.addSignalListener("SIGTERM", () => stack.shutdown("SIGTERM"));
 
-// Without SMTP_URL, the stack's own mail catcher takes every email (contract §13).
-const mail: MailCatcher | undefined = Deno.env.get("SMTP_URL")
-  ? undefined
-  : await startMailCatcher(mailCatcherPorts(Number(Deno.env.get("PORT") || 54321)));
-const config = loadConfig({
-  ...Deno.env.toObject(),
-  DATABASE_URL: database.url,
-  ...(mail ? { SMTP_URL: mail.smtpUrl } : {}),
-});
-await ensureDashboard(say);
-const dataApi = await openDataApi();
-// The local driver's VMs run the real team; the fleet needs the services it is a hook of.
-let fleet: LocalFleet | undefined;
-let model: { url: string; close(): Promise<void> } | undefined;
-const services = await createServices(config, {
-  onProvision: (vm, boot) => fleet?.launch(vm.projectId, boot.bootstrapCredential),
-});
-if (config.computeDriver === "local") {
-  fleet = new LocalFleet({
-    ...services,
-    cycleMs: config.local.agentCycleMs,
-    vmRoot: config.local.vmRoot,
-    team: await localTeam(),
-  });
-}
-const reconciler = startReconcileLoop(services, config.reconcileIntervalMs);
-const realtime = await openRealtime();
-
-const server = Deno.serve(
-  {
-    hostname: "127.0.0.1",
-    port: config.port,
-    onListen: ({ port }) => {
-      const base = `http://127.0.0.1:${port}/functions/v1`;
-      // Emails and approval links point at this dashboard unless SITE_URL says otherwise (with
-      // PORT=0 the port is known only now; nothing is sent before a request arrives).
-      if (!Deno.env.get("SITE_URL")) config.notifications.siteUrl = `http://127.0.0.1:${port}`;
-      fleet?.start(`${base}/vm-reporter`).catch((error) =>
-        services.log.error("simulated agents could not start", describeError(error))
-      );
-      say(`Dashboard URL: http://127.0.0.1:${port}/` + (dataApi ? "" : " (needs the Data API)"));
-      say(`API URL:       http://127.0.0.1:${port}`);
-      say(`REST URL:      http://127.0.0.1:${port}/rest/v1` + (dataApi ? "" : " (not running)"));
-      say(`Auth URL:      http://127.0.0.1:${port}/auth/v1 (local sign-in: demo@example.test)`);
-      say(
-        `Realtime URL:  ws://127.0.0.1:${port}/realtime/v1/websocket` +
-          (realtime ? "" : " (not running)"),
-      );
-      say(`DB URL:        ${redactPassword(database.url)}`);
-      if (dataApi) {
-        say(`anon key:      ${dataApi.keys.anon}`);
-        say(`service_role key: ${dataApi.keys.serviceRole}`);
-      }
-      say(`vm-api:        ${base}/vm-api`);
-      say(`vm-reporter:   ${base}/vm-reporter/<route>`);
-      say(`webhooks:      ${base}/webhooks`);
-      say(`approval-links: ${base}/approval-links`);
-      say(
-        mail
-          ? `Mail URL:      ${mail.webUrl} (every email the stack sends; SMTP ${mail.smtpUrl})`
-          : `SMTP:          ${redactSmtpUrl(config.notifications.smtpUrl!)} (SMTP_URL)`,
-      );
-      say(
-        `vm-reconciler: ${base}/vm-reconciler (also running every ${config.reconcileIntervalMs} ms)`,
-      );
-      say(`compute driver: ${config.computeDriver}`);
-      say(`ready: http://127.0.0.1:${port} (Ctrl-C stops)`);
-    },
-  },
-  createGateway({
-    functions: {
-      "vm-api": createVmApi(services),
-      "vm-reporter": createVmReporter(services),
-      "vm-reconciler": createVmReconciler(services),
-      webhooks: createWebhooksApi(services),
-      "approval-links": createApprovalLinks(services),
-    },
-    ...(dataApi ? { dataApi: dataApi.route } : {}),
-    ...(dataApi ? { site: createDashboardSite(dataApi.keys.anon) } : {}),
-    ...(realtime ? { realtime: (request: Request) => realtime.handle(request) } : {}),
-    ...(config.jwt.secret
-      ? {
-        auth: createLocalAuth({
-          sql: services.sql,
-          jwtSecret: config.jwt.secret,
-          issuer: config.jwt.issuer ?? LOCAL_JWT_ISSUER,
-          accessTokenSeconds: config.local.authJwtExpirySeconds,
-          onError: (error) => services.log.error("local sign-in failed", describeError(error)),
-        }),
-      }
-      : {}),
-  }),
-);
-
-/**
- * PostgREST with the functions' JWT secret, and the API keys signed with it. Hosted projects have
- * Supabase's own Data API; locally it needs the HS256 secret (the local default has one).
- */
-async function openDataApi(): Promise<
-  { process: DataApi; route: DataApiRoute; keys: { anon: string; serviceRole: string } } | undefined
-> {
-  const jwtSecret = config.jwt.secret;
-  if (!jwtSecret) {
-    say("Data API: not started (it needs an HS256 JWT secret; none is configured)");
-    return undefined;
+function printAddresses(at: StackAddresses): void {
+  const origin = `http://127.0.0.1:${at.port}`;
+  const base = `${origin}/functions/v1`;
+  say(`Dashboard URL: ${origin}/` + (at.dataApi ? "" : " (needs the Data API)"));
+  say(`API URL:       ${origin}`);
+  say(`REST URL:      ${origin}/rest/v1` + (at.dataApi ? "" : " (not running)"));
+  say(`Auth URL:      ${origin}/auth/v1 (local sign-in: demo@example.test)`);
+  say(
+    `Realtime URL:  ws://127.0.0.1:${at.port}/realtime/v1/websocket` +
+      (at.realtime ? "" : " (not running)"),
+  );
+  say(`DB URL:        ${redactPassword(at.databaseUrl)}`);
+  if (at.dataApi) {
+    say(`anon key:      ${at.dataApi.anon}`);
+    say(`service_role key: ${at.dataApi.serviceRole}`);
   }
-  try {
-    const process = await startDataApi({
-      databaseUrl: database.url,
-      ...(Deno.env.get("AUTHENTICATOR_PASSWORD")
-        ? { authenticatorPassword: Deno.env.get("AUTHENTICATOR_PASSWORD")! }
-        : {}),
-      jwtSecret,
-      settings: await readApiSettings(),
-      log: say,
-    });
-    say(`Data API: ${process.version} (pid ${await process.pid()})`);
-    return {
-      process,
-      route: { origin: process.origin, jwtSecret },
-      keys: {
-        anon: await mintApiKey("anon", jwtSecret),
-        serviceRole: await mintApiKey("service_role", jwtSecret),
-      },
-    };
-  } catch (error) {
-    say(`cannot start: ${(error as Error).message}`);
-    await database.stop();
-    Deno.exit(1);
-  }
-}
-
-/**
- * The local Realtime server (Broadcast from Database on private channels), fed by logical
- * replication. A database that cannot feed it (no wal_level=logical, a role that may not
- * replicate) gets one sentence saying what to set, and everything else runs without it.
- */
-async function openRealtime(): Promise<RealtimeServer | undefined> {
-  const jwtSecret = config.jwt.secret;
-  if (!jwtSecret) {
-    say("Realtime: not started (it needs an HS256 JWT secret; none is configured)");
-    return undefined;
-  }
-  try {
-    const started = await startRealtime({
-      databaseUrl: database.url,
-      jwtSecret,
-      log: (line) => say(`Realtime: ${line}`),
-    });
-    if (!started.ok) {
-      say(`Realtime: not started: ${started.problem}; everything else runs.`);
-      return undefined;
-    }
-    return started.server;
-  } catch (error) {
-    say(`Realtime: not started: ${(error as Error).message}; everything else runs.`);
-    return undefined;
-  }
-}
-
-/** The real team's needs: the CLI, and a model (ANTHROPIC_BASE_URL, or the stand-in). */
-async function localTeam(): Promise<RealTeam> {
-  const settings = teamSettings(Deno.env.toObject());
-  const claude = await ensureClaudeCode();
-  say(`Claude Code: ${claude}`);
-  if (!settings.modelBaseUrl) {
-    model = await startModelStandIn({ hostname: "127.0.0.1", port: 0 });
-    say(
-      `Model URL:     ${model.url} (the stack's stand-in; set ANTHROPIC_BASE_URL for a real one)`,
-    );
-  } else {
-    say(`Model URL:     ${settings.modelBaseUrl} (ANTHROPIC_BASE_URL)`);
-  }
-  return {
-    claude,
-    ...settings,
-    ...(model
-      ? { modelBaseUrl: model.url, apiKey: settings.apiKey ?? "local-model-stand-in" }
-      : {}),
-    sessionTimeoutMs: DEFAULT_SESSION_TIMEOUT_MINUTES * 60_000,
-    approvalTtlSeconds: DEFAULT_APPROVAL_TTL_SECONDS,
-    // The local "git hosting service" is part of the local "cloud", beside the VMs.
-    repoRoot: `${config.local.vmRoot}/repos`,
-  };
+  say(`vm-api:        ${base}/vm-api`);
+  say(`vm-reporter:   ${base}/vm-reporter/<route>`);
+  say(`webhooks:      ${base}/webhooks`);
+  say(`approval-links: ${base}/approval-links`);
+  say(
+    at.mail
+      ? `Mail URL:      ${at.mail.webUrl} (every email the stack sends; SMTP ${at.mail.smtpUrl})`
+      : `SMTP:          ${at.smtpUrl} (SMTP_URL)`,
+  );
+  say(`vm-reconciler: ${base}/vm-reconciler (also running every ${at.reconcileIntervalMs} ms)`);
+  say(`compute driver: ${at.computeDriver}`);
+  say(`ready: ${origin} (Ctrl-C stops)`);
 }
 
 function redactPassword(url: string): string {
@@ -240,36 +45,3 @@ function redactPassword(url: string): string {
   if (parsed.password) parsed.password = "***";
   return parsed.href;
 }
-
-const SHUTDOWN_GRACE_MS = 10_000;
-let stopping = false;
-
-/** Stops in order; a second signal, or a step hanging past the grace period, forces the exit. */
-async function shutdown(signal: string) {
-  if (stopping) {
-    say(`${signal} again: exiting now`);
-    await database.stop();
-    Deno.exit(1);
-  }
-  stopping = true;
-  say(`${signal}: stopping`);
-  const force = setTimeout(async () => {
-    say(`still stopping after ${SHUTDOWN_GRACE_MS / 1000} s: exiting now`);
-    await database.stop();
-    Deno.exit(1);
-  }, SHUTDOWN_GRACE_MS);
-  await fleet?.stop();
-  await model?.close();
-  await reconciler.stop();
-  await realtime?.close();
-  await server.shutdown();
-  await dataApi?.process.stop();
-  await closeServices(services);
-  await mail?.stop();
-  await database.stop();
-  clearTimeout(force);
-  say("stopped");
-  Deno.exit(0);
-}
-Deno.addSignalListener("SIGINT", () => shutdown("SIGINT"));
-Deno.addSignalListener("SIGTERM", () => shutdown("SIGTERM"));

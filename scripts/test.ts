@@ -4,10 +4,10 @@
  * `supabase/tests/database/`, the dashboard's in Chromium) against a throw-away PostgreSQL cluster
  * that shares nothing with `deno task start`. Extra arguments go to `deno test` (e.g. a file or `--filter`).
  */
-import { ensureChromium } from "./lib/chromium.ts";
-import { buildDashboard } from "./lib/dashboard_build.ts";
-import { ensurePgTap } from "./lib/pgtap.ts";
-import { startThrowawayDatabase } from "./lib/throwaway_database.ts";
+import { ensureChromium } from "../local/host/chromium.ts";
+import { buildDashboard } from "../dashboard/build.ts";
+import { ensurePgTap } from "../local/database/pgtap.ts";
+import { startThrowawayDatabase } from "../local/database/throwaway_database.ts";
 
 const say = (line: string) => console.log(`[test] ${line}`);
 

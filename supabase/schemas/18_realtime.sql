@@ -6,7 +6,7 @@
  * (all of the organization's events), with `realtime.send`: the broadcast's `event` is the event
  * type, its payload the event row. Hosted, Supabase Realtime owns the `realtime` schema (its
  * messages table, `realtime.send`, `realtime.topic()`) and delivers the messages; locally the base
- * objects (scripts/supabase_base.sql) create the same and the local Realtime server delivers them.
+ * objects (local/database/supabase_base.sql) create the same and the local Realtime server delivers them.
  * This file adds only what is ours: the trigger and the policies on `realtime.messages` that decide
  * who may join which channel. Both are created only where the `realtime` schema exists, so a
  * PostgreSQL without Supabase Realtime keeps working without them.

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { ERROR_CODES } from "../../supabase/functions/_contract/errors.ts";
 import { apiErrorFromSql } from "../../supabase/functions/_shared/sql_errors.ts";
-import { listSchemaFiles } from "../../scripts/lib/declarative_schemas.ts";
+import { listSchemaFiles } from "../helpers/declarative_schemas.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 
 Deno.test("private.error_codes() holds the contract's error codes, each with its status", async () => {

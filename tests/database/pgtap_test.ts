@@ -3,7 +3,7 @@
  * database of its own and fails on any `not ok`, a plan that was not met, or an SQL error.
  */
 import assert from "node:assert/strict";
-import { findPostgresBin } from "../../scripts/lib/postgres_cluster.ts";
+import { findPostgresBin } from "../../local/database/postgres_cluster.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 
 const dir = new URL("../../supabase/tests/database/", import.meta.url);

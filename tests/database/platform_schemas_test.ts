@@ -4,7 +4,7 @@
  * `private`.
  */
 import assert from "node:assert/strict";
-import { findPostgresBin } from "../../scripts/lib/postgres_cluster.ts";
+import { findPostgresBin } from "../../local/database/postgres_cluster.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 
 const structure = new URL("../../supabase/tests/database/00_structure.sql", import.meta.url);

@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { catalogDifferences, catalogSnapshot } from "../../scripts/lib/catalog.ts";
-import { applySchemas } from "../../scripts/lib/declarative_schemas.ts";
-import { migrate } from "../../scripts/lib/migrations.ts";
+import { catalogDifferences, catalogSnapshot } from "../helpers/catalog.ts";
+import { applySchemas } from "../helpers/declarative_schemas.ts";
+import { migrate } from "../../local/database/migrations.ts";
 
 interface EmptyDatabase extends AsyncDisposable {
   url: string;

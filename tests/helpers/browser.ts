@@ -3,7 +3,7 @@
  * (roles and accessible names), and screenshots of it kept under test-results/dashboard/.
  */
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
-import { CHROMIUM } from "../../scripts/lib/chromium.ts";
+import { CHROMIUM } from "../../local/host/chromium.ts";
 
 export const SCREENSHOTS = new URL("../../test-results/dashboard/", import.meta.url);
 

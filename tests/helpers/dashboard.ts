@@ -4,7 +4,7 @@
  */
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import { createDashboardClient, type DashboardClient } from "../../supabase/client/dashboard.ts";
-import { mintApiKey, mintUserJwt } from "../../scripts/lib/jwt.ts";
+import { mintApiKey, mintUserJwt } from "../../local/auth/jwt.ts";
 import type { TestServer } from "./server.ts";
 
 export const ANON_KEY = await mintApiKey("anon");

@@ -23,7 +23,7 @@ import { createVmReconciler } from "../../supabase/functions/vm-reconciler/handl
 import { createWebhooksApi } from "../../supabase/functions/webhooks/handler.ts";
 import { createApprovalLinks } from "../../supabase/functions/approval-links/handler.ts";
 import { createVmReporter } from "../../supabase/functions/vm-reporter/handler.ts";
-import { createGateway } from "../../scripts/lib/gateway.ts";
+import { createGateway } from "../../local/gateway/gateway.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
 import type { Endpoint } from "./endpoint.ts";
 
@@ -33,7 +33,7 @@ export interface InProcessStack extends Endpoint, AsyncDisposable {
   /** Every line the functions logged so far, one JSON object per line. */
   output(): string;
   /**
-   * One reconciler run, as `deno task start`'s loop (scripts/lib/reconcile_loop.ts) runs it every
+   * One reconciler run, as `deno task start`'s loop (local/reconcile_loop.ts) runs it every
    * RECONCILE_INTERVAL_MS; a failure is thrown, not logged. `options.now`: the instant cost
    * control decides at (an injectable clock: no test waits for a schedule or an idle stop).
    */

@@ -9,7 +9,7 @@ import {
 } from "../../supabase/functions/_contract/errors.ts";
 import assert from "node:assert/strict";
 import type postgres from "postgres";
-import { type MintOptions, mintUserJwt } from "../../scripts/lib/jwt.ts";
+import { type MintOptions, mintUserJwt } from "../../local/auth/jwt.ts";
 import type { Endpoint } from "./endpoint.ts";
 import { createOrganization, createProject, createUser } from "./fixtures.ts";
 

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { AgentClone, gitEnvironment } from "../../agent/team/agent_clone.ts";
-import { ensureSampleRepository } from "../../scripts/lib/sample_repository.ts";
+import { ensureSampleRepository } from "../../local/fleet/sample_repository.ts";
 
 async function git(cwd: string, ...args: string[]): Promise<string> {
   const out = await new Deno.Command("git", { args, cwd, stdout: "piped", stderr: "piped" })

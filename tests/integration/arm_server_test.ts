@@ -1,5 +1,5 @@
 /**
- * Self-test of the local Azure stand-in (tests/helpers/arm_server.ts): identity and every ARM verb
+ * Self-test of the local Azure stand-in (local/arm/server.ts): identity and every ARM verb
  * over plain fetch, faults, async operations, drift helpers; then child `deno` processes proving
  * that the real SDKs (`@azure/identity` ClientSecretCredential + `@azure/arm-compute`
  * ComputeManagementClient) work against it, and how the child must be told to trust the test CA.
@@ -10,8 +10,8 @@ import {
   type ArmServer,
   type ArmServerOptions,
   startArmServer,
-} from "../helpers/arm_server.ts";
-import { createTestTls } from "../helpers/test_tls.ts";
+} from "../../local/arm/server.ts";
+import { createTestTls } from "../../local/host/test_tls.ts";
 
 const CONFIG = {
   subscriptionId: "00000000-0000-4000-8000-00000000a2a2",
@@ -461,7 +461,7 @@ Deno.test("ARM: authentication, create, async operation, instance view, get, lis
 
 // ---- the official example bodies ------------------------------------------------------------------
 
-const EXAMPLES = new URL("../fixtures/azure/", import.meta.url);
+const EXAMPLES = new URL("../../local/arm/examples/", import.meta.url);
 
 // deno-lint-ignore no-explicit-any
 function exampleBody(name: string, status: number): any {

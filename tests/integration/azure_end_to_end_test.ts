@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type postgres from "postgres";
-import { armFaults, type ArmServer, startArmServer } from "../helpers/arm_server.ts";
+import { armFaults, type ArmServer, startArmServer } from "../../local/arm/server.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { createOrganization, createUser } from "../helpers/fixtures.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";

@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { migrate } from "../../scripts/lib/migrations.ts";
-import { type Cluster, startCluster } from "../../scripts/lib/postgres_cluster.ts";
+import { migrate } from "../../local/database/migrations.ts";
+import { type Cluster, startCluster } from "../../local/database/postgres_cluster.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { eventually, vmApi } from "../helpers/vm_api.ts";

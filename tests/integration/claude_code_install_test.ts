@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { CLAUDE_CODE_PACKAGE, CLAUDE_CODE_VERSION } from "../../agent/team/claude_cli.ts";
 
-const MODULE = new URL("../../scripts/lib/claude_code.ts", import.meta.url).href;
+const MODULE = new URL("../../local/claude_code.ts", import.meta.url).href;
 
 /** ensureClaudeCode(root) in a process of its own: the path it answers, or its error. */
 async function ensureInProcess(

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
-import { DEMO_ORGANIZATION_ID, DEMO_USER_ID, seed } from "../../scripts/lib/seed.ts";
+import { DEMO_ORGANIZATION_ID, DEMO_USER_ID, seed } from "../../local/database/seed.ts";
 import {
   control,
   launchBrowser,
@@ -147,9 +147,14 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
     async () => {
       const mailUrl = /Mail URL:\s+(http:\/\/\S+)/.exec(server.output())?.[1];
       assert.ok(mailUrl, "start prints the mail catcher's page");
+      // The printed address opens as printed, for a browser and for curl alike.
+      const printed = await fetch(mailUrl);
+      assert.equal(printed.status, 200);
+      assert.match(printed.headers.get("content-type") ?? "", /text\/html/);
+      await printed.body?.cancel();
       // The catcher emptied (its own API, as its trash button does), then another force push: a
       // new approval, emailed to the demo user with their own links.
-      const emptied = await fetch(`${mailUrl}api/email/all`, { method: "DELETE" });
+      const emptied = await fetch(new URL("api/email/all", mailUrl), { method: "DELETE" });
       assert.ok(emptied.ok);
       await emptied.body?.cancel();
       await control(page, "Chat", "tab").click();
@@ -162,7 +167,9 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
       }, { timeoutMs: 60_000 });
 
       await eventually(async () => {
-        const emails = await (await fetch(`${mailUrl}api/email`)).json() as { subject: string }[];
+        const emails = await (await fetch(new URL("api/email", mailUrl))).json() as {
+          subject: string;
+        }[];
         return emails.some((e) => e.subject.startsWith("Approval needed: git_force_push")) ||
           undefined;
       }, { timeoutMs: 30_000 });

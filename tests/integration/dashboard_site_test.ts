@@ -1,6 +1,9 @@
 /** The dashboard's files as the local stack serves them (dashboard/dist/, built by `deno task test`). */
 import assert from "node:assert/strict";
-import { CONTENT_SECURITY_POLICY, createDashboardSite } from "../../scripts/lib/dashboard_site.ts";
+import {
+  CONTENT_SECURITY_POLICY,
+  createDashboardSite,
+} from "../../local/gateway/dashboard_site.ts";
 
 const site = createDashboardSite("the-anon-key");
 const get = (path: string, method = "GET") =>

@@ -463,7 +463,7 @@ Deno.test("the Data API exposes only what the dashboard may call", async (t) => 
       const anonPaths = Object.keys((await anonymous.json()).paths);
       assert.deepEqual(anonPaths, ["/"]);
 
-      const { mintUserJwt } = await import("../../scripts/lib/jwt.ts");
+      const { mintUserJwt } = await import("../../local/auth/jwt.ts");
       const signedIn = await fetch(`${server.origin}/rest/v1/`, {
         headers: { apikey: ANON_KEY, authorization: `Bearer ${await mintUserJwt(a.userId)}` },
       });

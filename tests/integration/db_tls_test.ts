@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { connect, tlsOf } from "../../supabase/functions/_shared/db.ts";
-import { startCluster } from "../../scripts/lib/postgres_cluster.ts";
-import { createTestTls } from "../helpers/test_tls.ts";
+import { startCluster } from "../../local/database/postgres_cluster.ts";
+import { createTestTls } from "../../local/host/test_tls.ts";
 
 const encrypted = async (url: string) => {
   const sql = connect(url, { max: 1 });

@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
 import { bearerCredential } from "../../supabase/functions/_shared/bearer.ts";
 import { LOCAL_JWT_SECRET } from "../../supabase/functions/_shared/config.ts";
-import { mintUserJwt } from "../../scripts/lib/jwt.ts";
+import { mintUserJwt } from "../../local/auth/jwt.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { setupProject } from "../helpers/vm_reporter.ts";
 

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { AuthApiError, createClient } from "@supabase/supabase-js";
-import { seed } from "../../scripts/lib/seed.ts";
+import { seed } from "../../local/database/seed.ts";
 import { ANON_KEY } from "../helpers/dashboard.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { startServer } from "../helpers/server.ts";

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { openLocalDatabase } from "../../scripts/lib/local_database.ts";
+import { openLocalDatabase } from "../../local/database/local_database.ts";
 
 const DURABLE = ["fsync", "synchronous_commit", "full_page_writes"];
 

@@ -7,10 +7,10 @@
 import assert from "node:assert/strict";
 import { createClient } from "@supabase/supabase-js";
 import { decodeJwt } from "jose";
-import { mintApiKey, mintUserJwt } from "../../scripts/lib/jwt.ts";
-import { resetDatabase } from "../../scripts/lib/reset_database.ts";
-import { listMigrations } from "../../scripts/lib/migrations.ts";
-import { DEMO_ORGANIZATION_ID, DEMO_USER_EMAIL, DEMO_USER_ID } from "../../scripts/lib/seed.ts";
+import { mintApiKey, mintUserJwt } from "../../local/auth/jwt.ts";
+import { resetDatabase } from "../../local/database/reset_database.ts";
+import { listMigrations } from "../../local/database/migrations.ts";
+import { DEMO_ORGANIZATION_ID, DEMO_USER_EMAIL, DEMO_USER_ID } from "../../local/database/seed.ts";
 import { ANON_KEY, SERVICE_ROLE_KEY } from "../helpers/dashboard.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { setupProject } from "../helpers/vm_reporter.ts";

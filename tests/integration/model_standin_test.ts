@@ -7,9 +7,9 @@
  * in or out. Then the HTTP surface alone: errors in Anthropic's shape, both answer formats.
  */
 import assert from "node:assert/strict";
-import { ensureClaudeCode } from "../../scripts/lib/claude_code.ts";
-import { type ModelStandIn, startModelStandIn } from "../../scripts/lib/model_standin.ts";
-import { conflictCommand } from "../../scripts/lib/model_standin_plan.ts";
+import { ensureClaudeCode } from "../../local/claude_code.ts";
+import { type ModelStandIn, startModelStandIn } from "../../local/model_standin/server.ts";
+import { conflictCommand } from "../../local/model_standin/plan.ts";
 
 const CLAUDE_ROOT = new URL("../../.local/claude-code", import.meta.url).pathname;
 const TOOLS = "Bash,Read,Edit,Write,Glob,Grep,LS";

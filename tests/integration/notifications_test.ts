@@ -13,7 +13,7 @@
  */
 import assert from "node:assert/strict";
 import type postgres from "postgres";
-import { findPostgresBin } from "../../scripts/lib/postgres_cluster.ts";
+import { findPostgresBin } from "../../local/database/postgres_cluster.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { dashboardClient } from "../helpers/dashboard.ts";
 import { createProject, createUser, issueReporterToken } from "../helpers/fixtures.ts";

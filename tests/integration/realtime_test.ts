@@ -9,10 +9,10 @@
 import assert from "node:assert/strict";
 import { createClient, type RealtimeChannel, type SupabaseClient } from "@supabase/supabase-js";
 import postgres from "postgres";
-import { mintUserJwt } from "../../scripts/lib/jwt.ts";
-import { freePort } from "../../scripts/lib/free_port.ts";
-import { migrate } from "../../scripts/lib/migrations.ts";
-import { startCluster } from "../../scripts/lib/postgres_cluster.ts";
+import { mintUserJwt } from "../../local/auth/jwt.ts";
+import { freePort } from "../../local/host/free_port.ts";
+import { migrate } from "../../local/database/migrations.ts";
+import { startCluster } from "../../local/database/postgres_cluster.ts";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.ts";
 import { ANON_KEY } from "../helpers/dashboard.ts";
 import { createOrganization, createProject, createUser } from "../helpers/fixtures.ts";

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 
 Deno.test("a short soak: no 5xx, no error lines, every request logged", async () => {
   const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("../../scripts/soak.ts", import.meta.url).pathname],
+    args: ["run", "-A", new URL("../../bench/soak.ts", import.meta.url).pathname],
     env: {
       SOAK_VMS: "25",
       SOAK_USERS: "10",

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { newBootstrapCredential } from "../../supabase/functions/_shared/reporter_token.ts";
-import { ensureClaudeCode } from "../../scripts/lib/claude_code.ts";
+import { ensureClaudeCode } from "../../local/claude_code.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { startServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/vm_api.ts";

@@ -14,7 +14,7 @@ import { ACTION_ENV, eventually, ok, refused, vmApi } from "../helpers/vm_api.ts
 import { APPROVAL, asUser, decide, reporter } from "../helpers/vm_reporter.ts";
 import { type Receiver, startReceiver } from "../helpers/webhook_receiver.ts";
 import { createProject } from "../helpers/fixtures.ts";
-import { findPostgresBin } from "../../scripts/lib/postgres_cluster.ts";
+import { findPostgresBin } from "../../local/database/postgres_cluster.ts";
 
 const ENV = { ...ACTION_ENV, WEBHOOK_RETRY_SCHEDULE_SECONDS: "1,1,1,1" };
 

@@ -1,5 +1,5 @@
 /**
- * The ARM stand-in's throttling (tests/helpers/arm/throttling.ts) on a hand-driven clock: ARM's
+ * The ARM stand-in's throttling (local/arm/throttling.ts) on a hand-driven clock: ARM's
  * documented token buckets, 429 with Retry-After and ARM's error body when a bucket is empty,
  * the remaining-requests header on every answer, and the counts the tests and the burst read.
  */
@@ -10,7 +10,7 @@ import {
   operationType,
   REMAINING_HEADER,
   TokenBucket,
-} from "../helpers/arm/throttling.ts";
+} from "../../local/arm/throttling.ts";
 
 const clock = (start = 1_000_000) => {
   let now = start;

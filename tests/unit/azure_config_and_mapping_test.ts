@@ -73,7 +73,7 @@ Deno.test("parseAzureConfig() names every missing or malformed setting", () => {
 });
 
 Deno.test("the VM is built like the official create examples, deleting all it brings", async () => {
-  const examples = new URL("../fixtures/azure/", import.meta.url);
+  const examples = new URL("../../local/arm/examples/", import.meta.url);
   const example = JSON.parse(
     await Deno.readTextFile(
       new URL("VirtualMachine_Create_WithNetworkInterfaceConfiguration.json", examples),

@@ -8,7 +8,7 @@ import {
   graphSize,
   LOCAL_BUNDLING_LIMIT,
   SERVER_SIDE_BUNDLING_LIMIT,
-} from "../../scripts/bundle_size.ts";
+} from "../../bench/bundle_size.ts";
 
 const entry = (name: string) =>
   new URL(`../../supabase/functions/${name}/index.ts`, import.meta.url).pathname;

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import {
   documentedVariables,
   renderConfigurationDoc,
-} from "../../scripts/lib/configuration_doc.ts";
+} from "../../scripts/generators/configuration_doc.ts";
 import { parseAzureConfig } from "../../supabase/functions/_shared/compute/azure_config.ts";
 import { ENV, ENV_READ_ELSEWHERE, EnvSchema } from "../../supabase/functions/_shared/config.ts";
 

@@ -63,7 +63,7 @@ Deno.test("the OpenAPI generator reads only the contract", async () => {
   const { files } = await graphOf("scripts/openapi.ts");
   assertOnlyUnder(files, [
     "scripts/openapi.ts",
-    "scripts/lib/openapi/",
+    "scripts/generators/openapi/",
     "supabase/functions/_contract/",
   ], "openapi");
 });

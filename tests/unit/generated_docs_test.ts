@@ -1,9 +1,9 @@
 /**
- * The documents rendered from code (scripts/lib/generated_docs.ts) are committed as their
+ * The documents rendered from code (scripts/generators/generated_docs.ts) are committed as their
  * generators render them; docs/errors.md has one heading per error code of the contract.
  */
 import assert from "node:assert/strict";
-import { docFile, GENERATED_DOCS } from "../../scripts/lib/generated_docs.ts";
+import { docFile, GENERATED_DOCS } from "../../scripts/generators/generated_docs.ts";
 import { ERROR_CODES } from "../../supabase/functions/_contract/errors.ts";
 
 Deno.test("every generated doc is up to date (run deno task docs)", async () => {

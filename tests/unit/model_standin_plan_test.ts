@@ -15,7 +15,7 @@ import {
   relativeFilePath,
   shellQuote,
   taskWork,
-} from "../../scripts/lib/model_standin_plan.ts";
+} from "../../local/model_standin/plan.ts";
 
 const CWD = "/work/repo";
 const TOOLS = ["Agent", "Bash", "Edit", "Read", "Write"].map((name) => ({ name }));

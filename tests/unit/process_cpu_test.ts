@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { cpuMicros } from "../../scripts/lib/process_cpu.ts";
+import { cpuMicros } from "../../bench/process_cpu.ts";
 
 function spin(ms: number) {
   const until = performance.now() + ms;

@@ -9,7 +9,7 @@ import {
   LOCAL_JWT_ISSUER,
   LOCAL_JWT_SECRET,
 } from "../../supabase/functions/_shared/config.ts";
-import { mintUserJwt } from "../../scripts/lib/jwt.ts";
+import { mintUserJwt } from "../../local/auth/jwt.ts";
 import { base64url } from "../../supabase/functions/_shared/base64.ts";
 import { bearerCredential } from "../../supabase/functions/_shared/bearer.ts";
 

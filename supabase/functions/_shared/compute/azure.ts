@@ -14,7 +14,7 @@
  * paced by the shared write budget (operations.ts), which each accepted write feeds with ARM's
  * `x-ms-ratelimit-remaining-subscription-writes`. No call is ever aborted: in Deno 2.9.6 an
  * aborted request on a reused keep-alive connection of node:https is sent a second time
- * (tests/integration/azure_throttling_test.ts).
+ * (tests/integration/arm_pacing_end_to_end_test.ts).
  */
 import { ComputeManagementClient, type VirtualMachine } from "@azure/arm-compute";
 import { ClientSecretCredential } from "@azure/identity";
