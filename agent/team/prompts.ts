@@ -3,7 +3,7 @@
  * session starts (contract §11): SOUL.md, the agent's own section of AGENTS.md and
  * COORDINATION.md, after a header that names the agent, the lead and the teammates. The prompt is
  * the task, or the conflict to resolve. docs/vm-agent.md shows both; the local model stand-in
- * (scripts/lib/model_standin_plan.ts) reads the same lines a real model does.
+ * (local/model_standin/plan.ts) reads the same lines a real model does.
  */
 import type { RosterAgent } from "./roster.ts";
 import type { Task } from "./task_board.ts";

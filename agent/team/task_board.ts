@@ -116,3 +116,9 @@ export class TaskBoard {
     return writeFileAtomic(this.#path(task.id), JSON.stringify(task, null, 2));
   }
 }
+
+/** A task's first non-blank line, cut to `max`: an agent's current task, a commit's subject. */
+export function title(text: string, max = 200): string {
+  const line = text.split("\n").map((l) => l.trim()).find(Boolean) ?? "";
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}

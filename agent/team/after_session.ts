@@ -1,0 +1,97 @@
+/**
+ * After a session, the runner's own git work (finish a conflict's rebase, commit what was left,
+ * rebase and push), what it reports of both, and the task's end on the board.
+ */
+import type { AgentClone } from "./agent_clone.ts";
+import type { SessionOutcome } from "./claude_session.ts";
+import { handOn } from "./intake.ts";
+import type { RosterAgent } from "./roster.ts";
+import { type Task, title } from "./task_board.ts";
+import type { Team } from "./team_context.ts";
+
+const TITLE_CHARS = 72;
+const MESSAGE_CHARS = 20_000;
+
+/**
+ * `outcome` is undefined when no session ran: a conflict task whose rebase went through by itself
+ * (`conflictGone`). `before`: the head before the session; without a remote, publish counts from it.
+ */
+export async function afterSession(
+  team: Team,
+  agent: RosterAgent,
+  task: Task,
+  clone: AgentClone,
+  outcome: SessionOutcome | undefined,
+  branch: string,
+  conflictGone: boolean,
+  before?: string,
+): Promise<void> {
+  const { board, reports } = team;
+  const events: Record<string, unknown>[] = [];
+  let resolved = conflictGone;
+  if (task.kind === "conflict" && outcome) {
+    resolved = await clone.finishConflictRebase();
+    events.push({
+      agent: agent.name,
+      action: resolved ? "conflict_resolved" : "conflict_unresolved",
+      severity: resolved ? "info" : "warn",
+      details: { files: task.files ?? [] },
+    });
+  }
+  const subject = task.kind === "conflict"
+    ? "Resolve a rebase conflict"
+    : title(task.text, TITLE_CHARS);
+  await clone.commitLeftovers(`${subject}\n\nTask ${task.id} (${agent.name})`);
+  const published = await clone.publish(before);
+  const now = new Date().toISOString();
+
+  if (outcome) {
+    await reports.cliSession(agent, outcome);
+    events.push(reports.sessionEvent(agent.name, task.id, outcome));
+    const answer = reports.redact(outcome.text).slice(0, MESSAGE_CHARS);
+    if (outcome.end === "completed" && answer.trim()) {
+      await reports.post("/messages", { messages: [{ agent: agent.name, content: answer }] });
+    }
+  }
+  events.push(...reports.pushEvents(agent.name, branch, published));
+  if (events.length) await reports.post("/audit", { events });
+  await reports.productivity(agent.name, outcome, published, now);
+  if (published.attempts > 0 || task.kind === "conflict") {
+    await reports.conflicts(
+      agent.name,
+      branch,
+      published,
+      task.kind === "conflict" && resolved,
+      now,
+    );
+  }
+  // A conflict met now, or markers left behind by a conflict session: the agent's next
+  // session resolves it.
+  const unresolved = published.conflict ??
+    (task.kind === "conflict" && !resolved && outcome?.end === "completed"
+      ? task.files ?? []
+      : undefined);
+  if (unresolved) {
+    await board.add({
+      id: crypto.randomUUID(),
+      agent: agent.name,
+      kind: "conflict",
+      text: "Resolve a rebase conflict",
+      from: "runner",
+      files: unresolved,
+    });
+  }
+
+  const status = !outcome || outcome.end === "completed"
+    ? "completed"
+    : outcome.end === "failed"
+    ? "failed"
+    : "drifted";
+  await board.update(task.id, {
+    status,
+    ...(outcome ? { session_id: outcome.session_id } : {}),
+    ...(status === "completed" ? {} : { outcome: reports.redact(outcome?.text ?? "") }),
+  });
+  if (task.kind === "work") await reports.taskMetrics(agent.name, { [status]: 1 });
+  if (agent.lead && outcome?.end === "completed") await handOn(team, agent.name, outcome.text);
+}

@@ -1,0 +1,64 @@
+/**
+ * How work reaches the task board: chat messages from the inbox, and the tasks the lead's answer
+ * hands on with lines `@name <task>`.
+ */
+import { addressee, handoffs } from "./prompts.ts";
+import type { Team } from "./team_context.ts";
+
+/**
+ * Chat messages become tasks: for the agent a leading `@name` names, else the lead. A task
+ * whose agent left the roster goes to the lead.
+ */
+export async function intake(team: Team): Promise<void> {
+  const roster = team.roster();
+  const inbox = `${team.options.workspace}/inbox`;
+  const lead = roster[0]?.name;
+  if (!lead) return;
+  const files: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(inbox)) {
+      if (entry.isFile && entry.name.endsWith(".json")) files.push(entry.name);
+    }
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  for (const name of files.sort()) {
+    const message = JSON.parse(await Deno.readTextFile(`${inbox}/${name}`)) as {
+      id: string;
+      content: string;
+    };
+    const content = String(message.content);
+    const agent = addressee(content, roster) ?? lead;
+    const added = await team.board.add({
+      id: message.id,
+      agent,
+      kind: "work",
+      // The mention did its work: the task is what follows it.
+      text: content.replace(new RegExp(`^\\s*@${agent}\\b[:,]?\\s*`), "") || content,
+      from: "user",
+    });
+    if (added) await team.reports.taskMetrics(agent, { assigned: 1 });
+    await Deno.remove(`${inbox}/${name}`);
+  }
+  const names = new Set(roster.map((a) => a.name));
+  for (const task of await team.board.list()) {
+    if (task.status === "assigned" && !names.has(task.agent)) {
+      await team.board.update(task.id, { agent: lead });
+    }
+  }
+}
+
+/** The lead's completed answer: each line `@name <task>` is a task for that teammate. */
+export async function handOn(team: Team, lead: string, answer: string): Promise<void> {
+  for (const handoff of handoffs(answer, team.roster())) {
+    const id = crypto.randomUUID();
+    await team.board.add({
+      id,
+      agent: handoff.agent,
+      kind: "work",
+      text: handoff.text,
+      from: lead,
+    });
+    await team.reports.taskMetrics(handoff.agent, { assigned: 1 });
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * One task's session: the agent's clone made ready, the session's settings (the approval hook)
+ * and environment, the Claude Code run (claude_session.ts), then after_session.ts.
+ */
+import { quote } from "shell-quote";
+import { afterSession } from "./after_session.ts";
+import { AgentClone, gitEnvironment } from "./agent_clone.ts";
+import { parseApprovalRules } from "./approval_rules.ts";
+import { runSession } from "./claude_session.ts";
+import { systemPrompt, taskPrompt } from "./prompts.ts";
+import type { RosterAgent } from "./roster.ts";
+import type { Task } from "./task_board.ts";
+import type { AgentState, Team } from "./team_context.ts";
+import type { TeamRunnerOptions } from "./team_runner.ts";
+
+const HOOK = new URL("./approval_hook.ts", import.meta.url).pathname;
+const DENO_CONFIG = new URL("../../deno.json", import.meta.url).pathname;
+
+/** One task: the clone ready, the session, then commit, push and every report. */
+export async function runTask(
+  team: Team,
+  agent: RosterAgent,
+  state: AgentState,
+  task: Task,
+  signal: AbortSignal,
+): Promise<void> {
+  await team.board.update(task.id, { status: "running" });
+  const manifest = team.options.manifest();
+  const secrets = manifest?.secrets ?? {};
+  const home = `${team.options.workspace}/agents/${agent.name}`;
+  const branch = manifest?.repository?.branch ?? "main";
+  const clone = new AgentClone({
+    dir: `${home}/repo`,
+    agent: agent.name,
+    remote: manifest?.repository?.url,
+    branch,
+    env: gitEnv(agent.name, home, secrets),
+  });
+  await Deno.mkdir(`${home}/home`, { recursive: true });
+  await Deno.mkdir(`${home}/tmp`, { recursive: true });
+  await clone.ensure();
+
+  let files: string[] = [];
+  if (task.kind === "conflict") {
+    files = await clone.startConflictRebase();
+    if (files.length === 0) {
+      // What conflicted was changed again meanwhile: the rebase went through without a session.
+      await afterSession(team, agent, task, clone, undefined, branch, true);
+      return;
+    }
+  } else {
+    await clone.update();
+  }
+  const before = await clone.head();
+  const coordination = (await team.persona("COORDINATION.md")) ?? "";
+  const settingsFile = await sessionSettings(team.options, agent.name, home, coordination);
+  await team.reports.post("/audit", {
+    events: [{
+      agent: agent.name,
+      action: "session_started",
+      details: { task_id: task.id, kind: task.kind, model: agent.model },
+    }],
+  });
+  const outcome = await runSession({
+    claude: team.options.claude,
+    cwd: clone.dir,
+    prompt: taskPrompt({ ...task, files }, branch),
+    systemPrompt: systemPrompt(agent, team.roster(), {
+      soul: (await team.persona("SOUL.md")) ?? "",
+      coordination,
+    }),
+    model: agent.model,
+    env: sessionEnv(team.options, agent.name, home, secrets),
+    settingsFile,
+    timeoutMs: team.options.sessionTimeoutMs,
+    signal: AbortSignal.any([signal, team.signal]),
+  });
+  await afterSession(team, agent, task, clone, outcome, branch, false, before);
+  if (outcome.end === "failed") {
+    state.status = "error";
+    state.error = team.reports.redact(outcome.text).slice(0, 2_000);
+  } else {
+    state.status = "idle";
+  }
+}
+
+/** The session's settings: the approval hook on every Bash command, with this session's rules. */
+async function sessionSettings(
+  o: TeamRunnerOptions,
+  agent: string,
+  home: string,
+  coordination: string,
+): Promise<string> {
+  const rulesFile = `${home}/approval-rules.json`;
+  await Deno.writeTextFile(rulesFile, JSON.stringify(parseApprovalRules(coordination)));
+  const hook = (event: string) => ({
+    type: "command",
+    command: quote([
+      Deno.execPath(),
+      "run",
+      "--quiet",
+      "--no-prompt",
+      "--allow-read",
+      `--allow-write=${o.stateDir}`,
+      // The agent's socket only: fetch's host (vm-agent) and the Unix socket it goes through.
+      `--allow-net=vm-agent,unix:${o.socketPath}`,
+      "--config",
+      DENO_CONFIG,
+      HOOK,
+      event,
+      "--socket",
+      o.socketPath,
+      "--rules",
+      rulesFile,
+      "--agent",
+      agent,
+      "--state",
+      `${o.stateDir}/hooks`,
+      "--ttl",
+      String(o.approvalTtlSeconds),
+    ]),
+    // The hook waits as long as the approval lives: its own timeout must not cut it short.
+    timeout: o.approvalTtlSeconds + 300,
+  });
+  const settings = {
+    hooks: {
+      PreToolUse: [{ matcher: "Bash", hooks: [hook("pre")] }],
+      PostToolUse: [{ matcher: "Bash", hooks: [hook("post")] }],
+      PostToolUseFailure: [{ matcher: "Bash", hooks: [hook("post-failure")] }],
+    },
+  };
+  const file = `${home}/session-settings.json`;
+  await Deno.writeTextFile(file, JSON.stringify(settings, null, 2));
+  return file;
+}
+
+/** What a session's processes see: the manifest's secrets, the model, git as the agent. */
+function sessionEnv(
+  o: TeamRunnerOptions,
+  agent: string,
+  home: string,
+  secrets: Record<string, string>,
+) {
+  const apiKey = secrets.ANTHROPIC_API_KEY ?? o.apiKey;
+  return {
+    ...baseEnv(home),
+    ...secrets,
+    ...gitEnvironment(agent, secrets),
+    CLAUDE_CONFIG_DIR: `${home}/home/.claude`,
+    // The CLI's per-session scratch stays with the agent, not in a shared /tmp.
+    TMPDIR: `${home}/tmp`,
+    DISABLE_AUTOUPDATER: "1",
+    DISABLE_TELEMETRY: "1",
+    DISABLE_ERROR_REPORTING: "1",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    ...(o.modelBaseUrl ? { ANTHROPIC_BASE_URL: o.modelBaseUrl } : {}),
+    ...(apiKey ? { ANTHROPIC_API_KEY: apiKey } : {}),
+  };
+}
+
+function gitEnv(agent: string, home: string, secrets: Record<string, string>) {
+  return {
+    ...baseEnv(home),
+    ...gitEnvironment(agent, secrets),
+    ...(secrets.GIT_TOKEN ? { GIT_TOKEN: secrets.GIT_TOKEN } : {}),
+  };
+}
+
+function baseEnv(home: string): Record<string, string> {
+  const env = Deno.env.toObject();
+  return {
+    PATH: env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+    HOME: `${home}/home`,
+    LANG: env.LANG ?? "C.UTF-8",
+    // The hook runs on the agent's Deno with its module cache (HOME differs per agent).
+    DENO_DIR: env.DENO_DIR ?? `${env.XDG_CACHE_HOME ?? `${env.HOME ?? "/root"}/.cache`}/deno`,
+  };
+}

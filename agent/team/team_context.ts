@@ -1,0 +1,28 @@
+/**
+ * What the team runner's parts share (team_runner.ts wires them): the runner's options, board,
+ * reports and roster, and each agent's state as the health report declares it.
+ */
+import type { RosterAgent } from "./roster.ts";
+import type { TaskBoard } from "./task_board.ts";
+import type { TeamReports } from "./team_reports.ts";
+import type { TeamRunnerOptions } from "./team_runner.ts";
+
+export interface Team {
+  readonly options: TeamRunnerOptions;
+  readonly board: TaskBoard;
+  readonly reports: TeamReports;
+  /** Aborted when the runner stops: every session is cut with it. */
+  readonly signal: AbortSignal;
+  /** The roster as the last cycle read it: AGENTS.md is read every cycle, so ask at each use. */
+  roster(): RosterAgent[];
+  /** A file of `<workspace>/persona/`, undefined while the project has not saved it. */
+  persona(name: string): Promise<string | undefined>;
+}
+
+export interface AgentState {
+  status: "active" | "idle" | "error";
+  task?: string;
+  error?: string;
+  lastActivity: string;
+  session?: { abort: AbortController; done: Promise<void>; taskId: string };
+}
