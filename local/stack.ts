@@ -28,17 +28,14 @@ import { createDashboardSite } from "./gateway/dashboard_site.ts";
 import { ensureClaudeCode } from "./claude_code.ts";
 import { LocalFleet, type RealTeam } from "./fleet/local_fleet.ts";
 import { startModelStandIn } from "./model_standin/server.ts";
-import {
-  DEFAULT_APPROVAL_TTL_SECONDS,
-  DEFAULT_SESSION_TIMEOUT_MINUTES,
-  teamSettings,
-} from "../agent/team/team_settings.ts";
+import { DEFAULT_APPROVAL_TTL_SECONDS, teamSettings } from "../agent/team/team_settings.ts";
 import { openLocalDatabase } from "./database/local_database.ts";
 import { migrate } from "./database/migrations.ts";
 import { type DataApi, startDataApi } from "./data_api/postgrest.ts";
 import { startReconcileLoop } from "./reconcile_loop.ts";
 import { type RealtimeServer, startRealtime } from "./realtime/server.ts";
 import { seed } from "./database/seed.ts";
+import { resolve } from "node:path";
 
 /** Where each part of a running stack answers, for `start` to print. */
 export interface StackAddresses {
@@ -53,8 +50,11 @@ export interface StackAddresses {
 }
 
 export interface LocalStack {
-  /** Stops in order; a second call, or a step hanging past the grace period, forces the exit. */
-  shutdown(signal: string): Promise<never>;
+  /**
+   * Stops in order and exits; a repeat of the same signal within a second is ignored, a later
+   * one, or a step hanging past the grace period, forces the exit.
+   */
+  shutdown(signal: string): Promise<void>;
 }
 
 export async function startStack(
@@ -86,11 +86,14 @@ export async function startStack(
   const services = await createServices(config, {
     onProvision: (vm, boot) => fleet?.launch(vm.projectId, boot.bootstrapCredential),
   });
+  // LOCAL_VM_ROOT may be relative (its default is): every path the VMs hand to a child process
+  // (a session's settings, HOME, a clone's remote) must be absolute, whatever its working directory.
+  const vmRoot = resolve(config.local.vmRoot);
   if (config.computeDriver === "local") {
     fleet = new LocalFleet({
       ...services,
       cycleMs: config.local.agentCycleMs,
-      vmRoot: config.local.vmRoot,
+      vmRoot,
       team: await localTeam(),
     });
   }
@@ -231,22 +234,22 @@ export async function startStack(
       ...(model
         ? { modelBaseUrl: model.url, apiKey: settings.apiKey ?? "local-model-stand-in" }
         : {}),
-      sessionTimeoutMs: DEFAULT_SESSION_TIMEOUT_MINUTES * 60_000,
       approvalTtlSeconds: DEFAULT_APPROVAL_TTL_SECONDS,
       // The local "git hosting service" is part of the local "cloud", beside the VMs.
-      repoRoot: `${config.local.vmRoot}/repos`,
+      repoRoot: `${vmRoot}/repos`,
     };
   }
 
-  let stopping = false;
+  let stoppingSince: number | undefined;
   return {
     async shutdown(signal) {
-      if (stopping) {
+      if (stoppingSince !== undefined) {
+        if (performance.now() - stoppingSince < SAME_STOP_MS) return;
         say(`${signal} again: exiting now`);
         await database.stop();
         Deno.exit(1);
       }
-      stopping = true;
+      stoppingSince = performance.now();
       say(`${signal}: stopping`);
       const force = setTimeout(async () => {
         say(`still stopping after ${SHUTDOWN_GRACE_MS / 1000} s: exiting now`);
@@ -270,3 +273,10 @@ export async function startStack(
 }
 
 const SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * A signal this soon after the first is the same stop, not a second one: `deno task start` passes
+ * on to this process the signal its process group got (Ctrl-C, `kill -TERM -<pgid>`), so this
+ * process is often signalled twice within milliseconds. Taken as "again", that echo exited before
+ * the request log was flushed.
+ */
+const SAME_STOP_MS = 1_000;

@@ -3,19 +3,16 @@
  * one daemon, until SIGINT or SIGTERM. Flags (contract §7): --bootstrap <file> (default
  * /etc/vm-agent/bootstrap.json), --state-dir <dir> (default /var/lib/vm-agent), --workspace <dir>
  * (default /srv/agents); and --cycle-ms <ms> (default 30000), --claude <path> (the Claude Code
- * CLI; default `claude` on PATH), --session-timeout-minutes (default 60),
- * --approval-ttl-seconds (default 1800). The environment: ANTHROPIC_BASE_URL (every session's
- * model endpoint), ANTHROPIC_API_KEY (unless the project has that secret), AGENT_DEFAULT_MODEL.
+ * CLI; default `claude` on PATH), --approval-ttl-seconds (default 1800). The environment:
+ * ANTHROPIC_BASE_URL (every session's model endpoint), ANTHROPIC_API_KEY (unless the project has
+ * that secret), AGENT_DEFAULT_MODEL, AGENT_FALLBACK_MODEL, AGENT_MAX_TURNS and
+ * AGENT_SESSION_TIMEOUT_MINUTES (docs/vm-agent.md).
  */
 import { parseArgs } from "node:util";
 import { VmAgent } from "../agent/vm_agent.ts";
 import { TeamRunner } from "../agent/team/team_runner.ts";
 import { BOOT_CONFIG_PATH } from "../supabase/functions/_contract/defaults.ts";
-import {
-  DEFAULT_APPROVAL_TTL_SECONDS,
-  DEFAULT_SESSION_TIMEOUT_MINUTES,
-  teamSettings,
-} from "../agent/team/team_settings.ts";
+import { DEFAULT_APPROVAL_TTL_SECONDS, teamSettings } from "../agent/team/team_settings.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -25,7 +22,6 @@ const { values } = parseArgs({
     workspace: { type: "string", default: "/srv/agents" },
     "cycle-ms": { type: "string", default: "30000" },
     claude: { type: "string", default: "claude" },
-    "session-timeout-minutes": { type: "string", default: String(DEFAULT_SESSION_TIMEOUT_MINUTES) },
     "approval-ttl-seconds": { type: "string", default: String(DEFAULT_APPROVAL_TTL_SECONDS) },
   },
 });
@@ -55,7 +51,6 @@ const agent = new VmAgent({
       ...teamSettings(Deno.env.toObject()),
       claude: values.claude,
       cycleMs,
-      sessionTimeoutMs: positive("session-timeout-minutes", 1) * 60_000,
       approvalTtlSeconds: positive("approval-ttl-seconds", 60),
       log,
     }),

@@ -15,6 +15,7 @@ const MESSAGE_CHARS = 20_000;
 /**
  * `outcome` is undefined when no session ran: a conflict task whose rebase went through by itself
  * (`conflictGone`). `before`: the head before the session; without a remote, publish counts from it.
+ * Answers when the task is tried again, when it went back to the board.
  */
 export async function afterSession(
   team: Team,
@@ -25,7 +26,7 @@ export async function afterSession(
   branch: string,
   conflictGone: boolean,
   before?: string,
-): Promise<void> {
+): Promise<Date | undefined> {
   const { board, reports } = team;
   const events: Record<string, unknown>[] = [];
   let resolved = conflictGone;
@@ -82,6 +83,17 @@ export async function afterSession(
     });
   }
 
+  // The model service busy or unreachable: the task is not lost, it goes back to the board and
+  // counts drifted (contract §11a).
+  if (outcome?.end === "failed" && outcome.failure === "transient") {
+    const at = await board.retryLater(
+      task.id,
+      reports.redact(outcome.text),
+      team.options.retryBaseMs,
+    );
+    if (task.kind === "work") await reports.taskMetrics(agent.name, { drifted: 1 });
+    return at;
+  }
   const status = !outcome || outcome.end === "completed"
     ? "completed"
     : outcome.end === "failed"
@@ -94,4 +106,5 @@ export async function afterSession(
   });
   if (task.kind === "work") await reports.taskMetrics(agent.name, { [status]: 1 });
   if (agent.lead && outcome?.end === "completed") await handOn(team, agent.name, outcome.text);
+  return undefined;
 }

@@ -3,7 +3,13 @@
  * does with git: commit what a session left, rebase on what the others pushed, push, and count
  * what happened. Credentials never touch a URL or a file: `GIT_TOKEN` reaches git through a
  * credential helper declared in the environment (GIT_CONFIG_*), which reads it from the
- * environment at the moment git asks; the session's own git commands get the same environment.
+ * environment at the moment git asks, and only for the commands that talk to the remote.
+ *
+ * The clone is the session's (contract §11a): it may have set any configuration in it. So the
+ * runner's git runs with configuration given on its own command line (GIT_CONFIG_*, which wins
+ * over the repository's): no hook (`core.hooksPath`), no fsmonitor program, no credential helper
+ * of the repository's (the list is emptied before ours), ours answering only for the remote's own
+ * host (an `insteadOf` the session set cannot send the token elsewhere), no `ext::` transport.
  */
 export interface CloneOptions {
   /** The clone's directory. */
@@ -14,6 +20,8 @@ export interface CloneOptions {
   branch: string;
   /** The environment git runs with (gitEnvironment's, plus PATH and HOME). */
   env: Record<string, string>;
+  /** GIT_TOKEN, given to the commands that talk to the remote only. */
+  token?: string;
 }
 
 export interface PushedCommit {
@@ -37,33 +45,68 @@ export interface PublishResult {
 const PUSH_ATTEMPTS = 3;
 const MARKER = /^(<{7} |>{7} |={7}$)/m;
 
-/**
- * What git needs in its environment to act as this agent: author and committer, no prompts, and
- * with a `GIT_TOKEN`, a credential helper that hands it over for https remotes.
- */
-export function gitEnvironment(
-  agent: string,
-  secrets: Record<string, string>,
-): Record<string, string> {
+/** Who commits: the agent, as author and committer; git never prompts. */
+export function gitIdentity(agent: string): Record<string, string> {
   const email = `${agent}@agents.vm-agent.invalid`;
-  const env: Record<string, string> = {
+  return {
     GIT_AUTHOR_NAME: agent,
     GIT_AUTHOR_EMAIL: email,
     GIT_COMMITTER_NAME: agent,
     GIT_COMMITTER_EMAIL: email,
     GIT_TERMINAL_PROMPT: "0",
   };
+}
+
+/**
+ * The runner's git environment: the agent's identity and the configuration that keeps the
+ * clone's own from running anything; with a `GIT_TOKEN`, a credential helper that hands it over
+ * for the remote's host only. The token itself is not in it (see AgentClone's `token`).
+ */
+export function gitEnvironment(
+  agent: string,
+  secrets: Record<string, string>,
+  remote?: string,
+): Record<string, string> {
+  const config: [string, string][] = [
+    ["core.hooksPath", "/dev/null"],
+    ["core.fsmonitor", "false"],
+    ["protocol.ext.allow", "never"],
+    // An empty value empties the list of helpers the repository's configuration declared.
+    ["credential.helper", ""],
+  ];
   if (secrets.GIT_TOKEN) {
-    Object.assign(env, {
-      GIT_CONFIG_COUNT: "1",
-      GIT_CONFIG_KEY_0: "credential.helper",
-      // The helper holds no secret: it prints the variable git's own environment carries.
-      GIT_CONFIG_VALUE_0:
-        '!f() { test "$1" = get && echo username=x-access-token && echo "password=$GIT_TOKEN"; }; f',
-    });
+    // The helper holds no secret: it prints the variable git's own environment carries, and only
+    // to the host the remote names.
+    config.push([
+      "credential.helper",
+      '!f() { test "$1" = get || exit 0; while IFS== read -r k v; do test "$k" = host && h="$v"; ' +
+      'done; test -n "$h" && test "$h" = "$GIT_TOKEN_HOST" && echo username=x-access-token && ' +
+      'echo "password=$GIT_TOKEN"; }; f',
+    ]);
   }
+  const env: Record<string, string> = {
+    ...gitIdentity(agent),
+    GIT_CONFIG_COUNT: String(config.length),
+    ...(remote && secrets.GIT_TOKEN ? { GIT_TOKEN_HOST: remoteHost(remote) } : {}),
+  };
+  config.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
   return env;
 }
+
+/** The host (with its port) git names in a credential request for this remote. */
+function remoteHost(remote: string): string {
+  try {
+    return new URL(remote).host;
+  } catch {
+    return ""; // a path or scp-like remote: no https credential is ever asked for
+  }
+}
+
+/** The git commands that talk to the remote: the only ones that get the token. */
+const NETWORK_COMMANDS = new Set(["clone", "fetch", "push"]);
 
 export class AgentClone {
   readonly #o: CloneOptions;
@@ -284,7 +327,9 @@ export class AgentClone {
     const output = await new Deno.Command("git", {
       args,
       cwd: this.#o.dir,
-      env: this.#o.env,
+      env: this.#o.token && NETWORK_COMMANDS.has(args[0]!)
+        ? { ...this.#o.env, GIT_TOKEN: this.#o.token }
+        : this.#o.env,
       clearEnv: true,
       stdin: "null",
       stdout: "piped",

@@ -1,12 +1,22 @@
 /**
- * One session of the real Claude Code CLI, headless (`-p`, `--output-format json`): the prompt,
- * the persona as the appended system prompt, the agent's model, its clone as the working
- * directory. The permission setup works as root and as the `vm-agent` user alike:
+ * One session of the real Claude Code CLI, headless (`-p`, `--output-format stream-json`): the
+ * prompt, the persona as the appended system prompt, the agent's model and its fallback, its clone
+ * as the working directory. The permission setup works as root and as the `vm-agent` user alike:
  * `--permission-mode acceptEdits` with the tools the team needs allowed by name, and every Bash
  * command passing the approval hook first (--dangerously-skip-permissions is refused as root, and
  * would skip nothing we need skipped). The session id is ours to choose (`--session-id`), so an
  * interrupted session, which prints no result, is still reported under the CLI's own id.
+ *
+ * The session is untrusted (contract §11a): its configuration comes from the runner's settings
+ * file only (`--setting-sources ""` reads no user, project or local settings — a repository's
+ * `.claude/settings*.json` or one the session writes into its config directory changes nothing),
+ * and `--strict-mcp-config` with no `--mcp-config` starts no MCP server (`.mcp.json` included).
+ * Its usage is read from the stream as it goes, so a session cut before its result still reports
+ * what it spent; a result's `modelUsage` (every model the session used, cache tokens included)
+ * is the account when there is one.
  */
+import { type FailureKind, sessionFailure } from "./session_failure.ts";
+
 export const ALLOWED_TOOLS = ["Bash", "Read", "Edit", "Write", "Glob", "Grep", "LS"];
 
 export interface SessionSpec {
@@ -15,11 +25,16 @@ export interface SessionSpec {
   prompt: string;
   systemPrompt: string;
   model: string;
+  /** The CLI's --fallback-model: used while `model` is overloaded or unavailable. */
+  fallbackModel?: string;
   /** The whole environment of the session (nothing of the agent's own leaks in). */
   env: Record<string, string>;
   /** A settings file with the hooks. */
   settingsFile: string;
   timeoutMs: number;
+  maxTurns: number;
+  /** What is left of the project's monthly budget (--max-budget-usd), when it has one. */
+  maxBudgetUsd?: number;
   /** Aborted: the session is interrupted (stop_agents, restart_agents, the agent stopping). */
   signal: AbortSignal;
 }
@@ -28,11 +43,13 @@ export interface SessionOutcome {
   session_id: string;
   started_at: string;
   ended_at: string;
-  /** completed: the CLI reported success; failed: an error; cut: interrupted or out of time. */
+  /** completed: the CLI reported success; failed: an error; cut: interrupted or out of time/turns. */
   end: "completed" | "failed" | "cut";
   exit_status: string;
   /** The final answer (completed), or what went wrong. */
   text: string;
+  /** A failed session: whether the model service may take it later (transient) or not. */
+  failure?: FailureKind;
   input_tokens: number;
   output_tokens: number;
   cost_usd: number;
@@ -42,43 +59,68 @@ export interface SessionOutcome {
 const KILL_AFTER_MS = 10_000;
 const ERROR_TAIL = 500;
 
+interface Usage {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_creation_input_tokens?: number;
+  cache_read_input_tokens?: number;
+}
+
+interface ModelUsage {
+  inputTokens?: number;
+  outputTokens?: number;
+  cacheReadInputTokens?: number;
+  cacheCreationInputTokens?: number;
+}
+
 interface CliResult {
+  type: "result";
   session_id?: string;
   is_error?: boolean;
   subtype?: string;
   result?: string;
   total_cost_usd?: number;
   num_turns?: number;
-  usage?: {
-    input_tokens?: number;
-    output_tokens?: number;
-    cache_creation_input_tokens?: number;
-    cache_read_input_tokens?: number;
-  };
+  usage?: Usage;
+  modelUsage?: Record<string, ModelUsage>;
+}
+
+export function sessionArgs(spec: SessionSpec, sessionId: string): string[] {
+  return [
+    "-p",
+    spec.prompt,
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--session-id",
+    sessionId,
+    "--model",
+    spec.model,
+    ...(spec.fallbackModel && spec.fallbackModel !== spec.model
+      ? ["--fallback-model", spec.fallbackModel]
+      : []),
+    "--max-turns",
+    String(spec.maxTurns),
+    ...(spec.maxBudgetUsd !== undefined ? ["--max-budget-usd", spec.maxBudgetUsd.toFixed(2)] : []),
+    "--append-system-prompt",
+    spec.systemPrompt,
+    "--permission-mode",
+    "acceptEdits",
+    "--allowedTools",
+    ALLOWED_TOOLS.join(","),
+    "--setting-sources",
+    "",
+    "--strict-mcp-config",
+    "--settings",
+    spec.settingsFile,
+  ];
 }
 
 export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
   const sessionId = crypto.randomUUID();
   const started = new Date();
   const child = new Deno.Command(spec.claude, {
-    args: [
-      "-p",
-      spec.prompt,
-      "--output-format",
-      "json",
-      "--session-id",
-      sessionId,
-      "--model",
-      spec.model,
-      "--append-system-prompt",
-      spec.systemPrompt,
-      "--permission-mode",
-      "acceptEdits",
-      "--allowedTools",
-      ALLOWED_TOOLS.join(","),
-      "--settings",
-      spec.settingsFile,
-    ],
+    args: sessionArgs(spec, sessionId),
     cwd: spec.cwd,
     env: spec.env,
     clearEnv: true,
@@ -100,26 +142,28 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
   if (spec.signal.aborted) onAbort();
   spec.signal.addEventListener("abort", onAbort, { once: true });
   const timer = setTimeout(() => interrupt("timeout"), spec.timeoutMs);
-  let output: Deno.CommandOutput;
+  const stream = new StreamAccount();
+  const stderr = new Response(child.stderr).text();
+  let status: Deno.CommandStatus;
   try {
-    output = await child.output();
+    await stream.read(child.stdout);
+    status = await child.status;
   } finally {
     clearTimeout(timer);
     spec.signal.removeEventListener("abort", onAbort);
   }
 
-  const result = parseResult(new TextDecoder().decode(output.stdout));
-  const usage = result?.usage ?? {};
+  const result = stream.result;
+  const tokens = result?.modelUsage && Object.keys(result.modelUsage).length
+    ? fromModelUsage(result.modelUsage)
+    : stream.tokens();
   const base = {
     session_id: result?.session_id ?? sessionId,
     started_at: started.toISOString(),
     ended_at: new Date().toISOString(),
-    // Every input token the model processed, cached or not, as the CLI's usage counts them.
-    input_tokens: (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) +
-      (usage.cache_read_input_tokens ?? 0),
-    output_tokens: usage.output_tokens ?? 0,
+    ...tokens,
     cost_usd: result?.total_cost_usd ?? 0,
-    turns: result?.num_turns ?? 0,
+    turns: result?.num_turns ?? stream.turns,
   };
   if (cut) {
     return {
@@ -131,30 +175,86 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
         : "The session was interrupted",
     };
   }
-  if (output.code === 0 && result && !result.is_error) {
+  if (result?.subtype === "error_max_turns") {
+    return {
+      ...base,
+      end: "cut",
+      exit_status: "max_turns",
+      text: `The session passed its turn limit (${spec.maxTurns} turns, AGENT_MAX_TURNS)`,
+    };
+  }
+  if (status.code === 0 && result && !result.is_error) {
     return { ...base, end: "completed", exit_status: "0", text: result.result ?? "" };
   }
-  const stderr = new TextDecoder().decode(output.stderr).trim();
+  const said = result?.result || result?.subtype || (await stderr).trim().slice(-ERROR_TAIL) ||
+    `The CLI exited with ${status.code}`;
+  const failure = sessionFailure(said, spec.model);
   return {
     ...base,
     end: "failed",
-    exit_status: String(output.code),
-    text: result?.result || result?.subtype || stderr.slice(-ERROR_TAIL) ||
-      `The CLI exited with ${output.code}`,
+    exit_status: String(status.code),
+    text: failure.advice ? `${failure.advice} (${said.slice(0, ERROR_TAIL)})` : said,
+    failure: failure.kind,
   };
 }
 
-/** The CLI's JSON result: the last line of stdout that parses as one. */
-function parseResult(stdout: string): CliResult | undefined {
-  for (const line of stdout.trim().split("\n").reverse()) {
+/** Input counts every token the model processed, cached or not (contract §11a). */
+function fromModelUsage(models: Record<string, ModelUsage>) {
+  let input = 0;
+  let output = 0;
+  for (const m of Object.values(models)) {
+    input += (m.inputTokens ?? 0) + (m.cacheReadInputTokens ?? 0) +
+      (m.cacheCreationInputTokens ?? 0);
+    output += m.outputTokens ?? 0;
+  }
+  return { input_tokens: input, output_tokens: output };
+}
+
+/**
+ * What the stream showed: each assistant message's usage (the CLI repeats a message once per
+ * content block with the same usage, so the last copy of each id counts), the turns, the result.
+ */
+class StreamAccount {
+  result: CliResult | undefined;
+  turns = 0;
+  readonly #messages = new Map<string, Usage>();
+
+  async read(stdout: ReadableStream<Uint8Array>): Promise<void> {
+    let pending = "";
+    for await (const chunk of stdout.pipeThrough(new TextDecoderStream())) {
+      pending += chunk;
+      const lines = pending.split("\n");
+      pending = lines.pop()!;
+      for (const line of lines) this.#take(line);
+    }
+    this.#take(pending);
+  }
+
+  tokens(): { input_tokens: number; output_tokens: number } {
+    let input = 0;
+    let output = 0;
+    for (const u of this.#messages.values()) {
+      input += (u.input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0) +
+        (u.cache_read_input_tokens ?? 0);
+      output += u.output_tokens ?? 0;
+    }
+    return { input_tokens: input, output_tokens: output };
+  }
+
+  #take(line: string): void {
+    if (!line.trim()) return;
+    let event: { type?: string; message?: { id?: string; usage?: Usage } };
     try {
-      const value = JSON.parse(line);
-      if (value && typeof value === "object" && value.type === "result") return value;
+      event = JSON.parse(line);
     } catch {
-      // not the result line
+      return; // not an event of the stream
+    }
+    if (event.type === "result") this.result = event as CliResult;
+    else if (event.type === "assistant" && event.message?.id) {
+      if (!this.#messages.has(event.message.id)) this.turns++;
+      if (event.message.usage) this.#messages.set(event.message.id, event.message.usage);
     }
   }
-  return undefined;
 }
 
 function signal(child: Deno.ChildProcess, name: Deno.Signal): void {

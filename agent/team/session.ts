@@ -4,7 +4,7 @@
  */
 import { quote } from "shell-quote";
 import { afterSession } from "./after_session.ts";
-import { AgentClone, gitEnvironment } from "./agent_clone.ts";
+import { AgentClone, gitEnvironment, gitIdentity } from "./agent_clone.ts";
 import { parseApprovalRules } from "./approval_rules.ts";
 import { runSession } from "./claude_session.ts";
 import { systemPrompt, taskPrompt } from "./prompts.ts";
@@ -29,12 +29,14 @@ export async function runTask(
   const secrets = manifest?.secrets ?? {};
   const home = `${team.options.workspace}/agents/${agent.name}`;
   const branch = manifest?.repository?.branch ?? "main";
+  const remote = manifest?.repository?.url;
   const clone = new AgentClone({
     dir: `${home}/repo`,
     agent: agent.name,
-    remote: manifest?.repository?.url,
+    remote,
     branch,
-    env: gitEnv(agent.name, home, secrets),
+    env: { ...baseEnv(home), ...gitEnvironment(agent.name, secrets, remote) },
+    ...(secrets.GIT_TOKEN ? { token: secrets.GIT_TOKEN } : {}),
   });
   await Deno.mkdir(`${home}/home`, { recursive: true });
   await Deno.mkdir(`${home}/tmp`, { recursive: true });
@@ -70,13 +72,18 @@ export async function runTask(
       coordination,
     }),
     model: agent.model,
+    fallbackModel: agent.fallbackModel,
     env: sessionEnv(team.options, agent.name, home, secrets),
     settingsFile,
     timeoutMs: team.options.sessionTimeoutMs,
+    maxTurns: team.options.maxTurns,
     signal: AbortSignal.any([signal, team.signal]),
   });
-  await afterSession(team, agent, task, clone, outcome, branch, false, before);
-  if (outcome.end === "failed") {
+  const retryAt = await afterSession(team, agent, task, clone, outcome, branch, false, before);
+  if (retryAt) {
+    // The model service was busy: the agent is fine, its task waits for its retry.
+    state.status = "idle";
+  } else if (outcome.end === "failed") {
     state.status = "error";
     state.error = team.reports.redact(outcome.text).slice(0, 2_000);
   } else {
@@ -93,35 +100,34 @@ async function sessionSettings(
 ): Promise<string> {
   const rulesFile = `${home}/approval-rules.json`;
   await Deno.writeTextFile(rulesFile, JSON.stringify(parseApprovalRules(coordination)));
-  const hook = (event: string) => ({
-    type: "command",
-    command: quote([
-      Deno.execPath(),
-      "run",
-      "--quiet",
-      "--no-prompt",
-      "--allow-read",
-      `--allow-write=${o.stateDir}`,
-      // The agent's socket only: fetch's host (vm-agent) and the Unix socket it goes through.
-      `--allow-net=vm-agent,unix:${o.socketPath}`,
-      "--config",
-      DENO_CONFIG,
-      HOOK,
-      event,
-      "--socket",
-      o.socketPath,
-      "--rules",
-      rulesFile,
-      "--agent",
-      agent,
-      "--state",
-      `${o.stateDir}/hooks`,
-      "--ttl",
-      String(o.approvalTtlSeconds),
-    ]),
-    // The hook waits as long as the approval lives: its own timeout must not cut it short.
-    timeout: o.approvalTtlSeconds + 300,
-  });
+  const deno = quote([
+    Deno.execPath(),
+    "run",
+    "--quiet",
+    "--no-prompt",
+    "--allow-read",
+    `--allow-write=${o.stateDir}`,
+    // The agent's socket only: fetch's host (vm-agent) and the Unix socket it goes through.
+    `--allow-net=vm-agent,unix:${o.socketPath}`,
+    "--config",
+    DENO_CONFIG,
+    HOOK,
+  ]);
+  const flags = quote([
+    "--socket",
+    o.socketPath,
+    "--rules",
+    rulesFile,
+    "--agent",
+    agent,
+    "--state",
+    `${o.stateDir}/hooks`,
+    "--ttl",
+    String(o.approvalTtlSeconds),
+  ]);
+  // The hook waits as long as the approval lives: its own timeout must not cut it short.
+  const hook = (event: string) =>
+    failClosed(`${deno} ${event} ${flags}`, o.approvalTtlSeconds + 300);
   const settings = {
     hooks: {
       PreToolUse: [{ matcher: "Bash", hooks: [hook("pre")] }],
@@ -134,18 +140,38 @@ async function sessionSettings(
   return file;
 }
 
-/** What a session's processes see: the manifest's secrets, the model, git as the agent. */
-function sessionEnv(
+/**
+ * A command hook that fails closed (contract §11a): the CLI runs a tool whose hook exits other
+ * than 0 or 2 (Deno failing to start, a crash), so any such exit becomes 2, which blocks the call
+ * and tells the model why; a hook that outlives its timeout blocks too (`onFailure`).
+ */
+export function failClosed(command: string, timeoutSeconds: number) {
+  return {
+    type: "command",
+    command: `${command} || { s=$?; test "$s" = 2 || ` +
+      `echo "The approval check could not run (exit $s): the command is blocked." >&2; exit 2; }`,
+    onFailure: "block",
+    timeout: timeoutSeconds,
+  };
+}
+
+/**
+ * What a session's processes see (contract §11a): the project's secrets but GIT_TOKEN (the runner
+ * alone fetches and pushes), the model and its key, git's identity as the agent; no credential
+ * helper, nothing of the VM agent's own environment.
+ */
+export function sessionEnv(
   o: TeamRunnerOptions,
   agent: string,
   home: string,
   secrets: Record<string, string>,
-) {
+): Record<string, string> {
+  const { GIT_TOKEN: _runnersOnly, ...projectSecrets } = secrets;
   const apiKey = secrets.ANTHROPIC_API_KEY ?? o.apiKey;
   return {
     ...baseEnv(home),
-    ...secrets,
-    ...gitEnvironment(agent, secrets),
+    ...projectSecrets,
+    ...gitIdentity(agent),
     CLAUDE_CONFIG_DIR: `${home}/home/.claude`,
     // The CLI's per-session scratch stays with the agent, not in a shared /tmp.
     TMPDIR: `${home}/tmp`,
@@ -153,16 +179,11 @@ function sessionEnv(
     DISABLE_TELEMETRY: "1",
     DISABLE_ERROR_REPORTING: "1",
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    ...(o.modelMaxRetries !== undefined
+      ? { CLAUDE_CODE_MAX_RETRIES: String(o.modelMaxRetries) }
+      : {}),
     ...(o.modelBaseUrl ? { ANTHROPIC_BASE_URL: o.modelBaseUrl } : {}),
     ...(apiKey ? { ANTHROPIC_API_KEY: apiKey } : {}),
-  };
-}
-
-function gitEnv(agent: string, home: string, secrets: Record<string, string>) {
-  return {
-    ...baseEnv(home),
-    ...gitEnvironment(agent, secrets),
-    ...(secrets.GIT_TOKEN ? { GIT_TOKEN: secrets.GIT_TOKEN } : {}),
   };
 }
 

@@ -9,7 +9,10 @@
  * - **failed**: the task's session ended in error (the CLI's `is_error`, a non-zero exit, no
  *   result); the agent shows `error` until its next session succeeds.
  * - **drifted**: the task's session was cut before it ended (stop_agents, restart_agents, the
- *   session time limit, the VM going down mid-session): the work did not finish as assigned.
+ *   session's time or turn limit, the VM going down mid-session): the work did not finish as
+ *   assigned. A session that ended on the model service being busy or unreachable counts drifted
+ *   too, and its task goes back to the board (`assigned`, `not_before` later, with backoff); so
+ *   does a task whose session could not start (a clone that failed, a file not written).
  *
  * A task runs in exactly one session and is never run twice, so each chat message reaches one
  * session's prompt once. Conflict tasks (`kind: "conflict"`) are the runner's own: the agent's next
@@ -36,6 +39,10 @@ export interface Task {
   outcome?: string;
   /** A conflict task's files. */
   files?: string[];
+  /** A task given back to the board: not taken again before this instant (ISO). */
+  not_before?: string;
+  /** How many times it was given back (its next wait doubles). */
+  retries?: number;
 }
 
 const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/;
@@ -102,10 +109,30 @@ export class TaskBoard {
     );
   }
 
-  /** The agent's next task: a conflict first, then the oldest assigned work. */
-  async next(agent: string): Promise<Task | undefined> {
-    const mine = (await this.list()).filter((t) => t.agent === agent && t.status === "assigned");
+  /** The agent's next task: a conflict first, then the oldest assigned work that is due. */
+  async next(agent: string, now = new Date()): Promise<Task | undefined> {
+    const mine = (await this.list()).filter((t) =>
+      t.agent === agent && t.status === "assigned" &&
+      (!t.not_before || t.not_before <= now.toISOString())
+    );
     return mine.find((t) => t.kind === "conflict") ?? mine[0];
+  }
+
+  /**
+   * Gives a task back to the board after a transient failure: taken again after 1, 2, 4 …
+   * times `baseMs`, at most 30 of them. Answers when.
+   */
+  async retryLater(id: string, why: string, baseMs: number, now = new Date()): Promise<Date> {
+    const task = await this.get(id);
+    const retries = (task?.retries ?? 0) + 1;
+    const at = new Date(now.getTime() + Math.min(2 ** (retries - 1), 30) * baseMs);
+    await this.update(id, {
+      status: "assigned",
+      not_before: at.toISOString(),
+      retries,
+      outcome: why,
+    }, now);
+    return at;
   }
 
   #path(id: string): string {

@@ -11,6 +11,7 @@
  * board), session.ts (one task's session), after_session.ts (git and the task's end),
  * team_reports.ts (what is reported), team_context.ts (what they share).
  */
+import { resolve } from "node:path";
 import type { AgentHook, CommandOutcome } from "../command_handlers.ts";
 import { Alarm } from "../alarm.ts";
 import type { manifest, ResponseOf } from "../../supabase/functions/_contract/reporter.ts";
@@ -20,24 +21,20 @@ import { runTask } from "./session.ts";
 import { type Task, TaskBoard, title } from "./task_board.ts";
 import type { AgentState, Team } from "./team_context.ts";
 import { TeamReports } from "./team_reports.ts";
+import type { TeamSettings } from "./team_settings.ts";
 
 /** What the platform says the team works on (the reporter's /manifest). */
 export type Manifest = ResponseOf<typeof manifest>;
 
-export interface TeamRunnerOptions {
+/** The team's settings (team_settings.ts: the model endpoint and key, models, session guards). */
+export interface TeamRunnerOptions extends TeamSettings {
   workspace: string;
   stateDir: string;
   socketPath: string;
   /** The Claude Code CLI binary. */
   claude: string;
   manifest(): Manifest | undefined;
-  /** ANTHROPIC_BASE_URL for every session (a real endpoint or the local stand-in). */
-  modelBaseUrl?: string;
-  /** The environment's ANTHROPIC_API_KEY, used when the project has no secret of that name. */
-  apiKey?: string;
-  defaultModel: string;
   cycleMs: number;
-  sessionTimeoutMs: number;
   /** How long an approval a session asks for lives (expires_in_seconds). */
   approvalTtlSeconds: number;
   log(level: "info" | "warn" | "error", message: string, fields?: Record<string, unknown>): void;
@@ -56,7 +53,14 @@ export class TeamRunner {
   #roster: RosterAgent[] = [];
   #loop: Promise<void> = Promise.resolve();
 
-  constructor(options: TeamRunnerOptions) {
+  constructor(given: TeamRunnerOptions) {
+    // Sessions, hooks and git run with other working directories: every path they get is absolute.
+    const options = {
+      ...given,
+      workspace: resolve(given.workspace),
+      stateDir: resolve(given.stateDir),
+      socketPath: resolve(given.socketPath),
+    };
     this.#o = options;
     this.#board = new TaskBoard(`${options.workspace}/board`);
     this.#reports = new TeamReports(options);
@@ -130,18 +134,32 @@ export class TeamRunner {
 
   async #cycle(): Promise<void> {
     const agentsMd = await this.#persona("AGENTS.md");
-    this.#roster = parseRoster(agentsMd ?? DEFAULT_AGENTS_MD, this.#o.defaultModel);
+    this.#roster = parseRoster(agentsMd ?? DEFAULT_AGENTS_MD, {
+      model: this.#o.defaultModel,
+      fallbackModel: this.#o.fallbackModel,
+    });
     for (const agent of this.#roster) {
       if (!this.#agents.has(agent.name)) {
         this.#agents.set(agent.name, { status: "idle", lastActivity: new Date().toISOString() });
+      }
+      const state = this.#agents.get(agent.name)!;
+      // A model line to fix: the agent says so and takes no work until it is fixed.
+      if (agent.problem && !state.session) {
+        state.status = "error";
+        state.error = agent.problem;
+      } else if (!agent.problem && state.error?.includes("AGENTS.md")) {
+        state.status = "idle";
+        delete state.error;
       }
     }
     await intake(this.#team);
     for (const agent of this.#roster) {
       const state = this.#agents.get(agent.name)!;
       if (state.session || this.#stopped.has(agent.name) || this.#abort.signal.aborted) continue;
+      if (agent.problem) continue;
       const task = await this.#board.next(agent.name);
       if (task) this.#launch(agent, state, task);
+      else await this.#waiting(agent.name, state);
     }
     await this.#reports.agents(this.#roster, this.#agents);
   }
@@ -153,9 +171,18 @@ export class TeamRunner {
     state.lastActivity = new Date().toISOString();
     delete state.error;
     const done = runTask(this.#team, agent, state, task, abort.signal)
-      .catch((error) => {
+      .catch(async (error) => {
+        // The session could not start (a clone that failed, a file not written): the task is
+        // not lost, it goes back to the board and is tried again later (contract §11a).
+        const why = this.#reports.redact((error as Error).message);
+        const at = await this.#board.retryLater(
+          task.id,
+          `The session could not start: ${why}`,
+          this.#o.retryBaseMs,
+        ).catch(() => undefined);
         state.status = "error";
-        state.error = this.#reports.redact((error as Error).message);
+        state.error = `The session could not start: ${why}` +
+          (at ? ` (retrying at ${at.toISOString()})` : "");
         this.#o.log("error", "agent session failed to run", {
           agent: agent.name,
           error: state.error,
@@ -170,6 +197,16 @@ export class TeamRunner {
       });
     state.session = { abort, done, taskId: task.id };
     this.#reports.agents(this.#roster, this.#agents).catch(() => {});
+  }
+
+  /** An idle agent whose next task waits for its retry says when it is due. */
+  async #waiting(name: string, state: AgentState): Promise<void> {
+    const due = (await this.#board.list()).find((t) =>
+      t.agent === name && t.status === "assigned" && t.not_before
+    );
+    if (state.status !== "idle") return;
+    if (due) state.task = `Retrying "${title(due.text, 80)}" at ${due.not_before}`;
+    else delete state.task;
   }
 
   async #persona(name: string): Promise<string | undefined> {

@@ -1,17 +1,32 @@
 /**
  * The team's settings from the VM agent's environment (docs/vm-agent.md): where sessions find
- * their model and which model an agent without a `model:` line uses.
+ * their model, which model an agent without a `model:` line uses and which one it falls back to,
+ * and how long and how many turns a session may take (contract §11a).
  */
-export const DEFAULT_AGENT_MODEL = "claude-sonnet-4-5";
+/** Anthropic's current Sonnet (Claude Sonnet 4.5 retires on 2026-11-30). */
+export const DEFAULT_AGENT_MODEL = "claude-sonnet-5-5";
+/** Used while the agent's model is overloaded or unavailable (the CLI's --fallback-model). */
+export const DEFAULT_FALLBACK_MODEL = "claude-haiku-4-5";
 /** A session longer than this is cut (its task drifted). */
 export const DEFAULT_SESSION_TIMEOUT_MINUTES = 60;
+/** A session that takes more turns than this is cut (its task drifted). */
+export const DEFAULT_MAX_TURNS = 200;
 /** How long an approval a session asks for lives; the session waits that long at most. */
 export const DEFAULT_APPROVAL_TTL_SECONDS = 1_800;
 
 export interface TeamSettings {
+  /** ANTHROPIC_BASE_URL for every session (a real endpoint or the local stand-in). */
   modelBaseUrl?: string;
+  /** The environment's ANTHROPIC_API_KEY, used when the project has no secret of that name. */
   apiKey?: string;
   defaultModel: string;
+  fallbackModel: string;
+  maxTurns: number;
+  sessionTimeoutMs: number;
+  /** A task given back to the board waits 1, 2, 4 … times this, at most 30 times. */
+  retryBaseMs: number;
+  /** How often the CLI itself retries a busy model service (its CLAUDE_CODE_MAX_RETRIES). */
+  modelMaxRetries?: number;
 }
 
 export function teamSettings(env: Record<string, string | undefined>): TeamSettings {
@@ -19,5 +34,30 @@ export function teamSettings(env: Record<string, string | undefined>): TeamSetti
     ...(env.ANTHROPIC_BASE_URL ? { modelBaseUrl: env.ANTHROPIC_BASE_URL } : {}),
     ...(env.ANTHROPIC_API_KEY ? { apiKey: env.ANTHROPIC_API_KEY } : {}),
     defaultModel: env.AGENT_DEFAULT_MODEL || DEFAULT_AGENT_MODEL,
+    fallbackModel: env.AGENT_FALLBACK_MODEL || DEFAULT_FALLBACK_MODEL,
+    maxTurns: positive(env.AGENT_MAX_TURNS, "AGENT_MAX_TURNS") ?? DEFAULT_MAX_TURNS,
+    sessionTimeoutMs:
+      (positive(env.AGENT_SESSION_TIMEOUT_MINUTES, "AGENT_SESSION_TIMEOUT_MINUTES") ??
+        DEFAULT_SESSION_TIMEOUT_MINUTES) * 60_000,
+    retryBaseMs: (positive(env.AGENT_RETRY_BASE_SECONDS, "AGENT_RETRY_BASE_SECONDS") ?? 60) * 1000,
+    ...(env.AGENT_MODEL_MAX_RETRIES
+      ? { modelMaxRetries: whole(env.AGENT_MODEL_MAX_RETRIES, "AGENT_MODEL_MAX_RETRIES") }
+      : {}),
   };
+}
+
+/** A whole positive number from the environment; anything else is refused with its name. */
+function positive(value: string | undefined, name: string): number | undefined {
+  if (value === undefined || value === "") return undefined;
+  const number = whole(value, name);
+  if (number < 1) throw new Error(`${name} must be above 0, not ${JSON.stringify(value)}`);
+  return number;
+}
+
+function whole(value: string, name: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0) {
+    throw new Error(`${name} must be a whole number, not ${JSON.stringify(value)}`);
+  }
+  return number;
 }

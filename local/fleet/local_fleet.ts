@@ -13,6 +13,7 @@
 import { Alarm } from "../../agent/alarm.ts";
 import { AgentSocket } from "../../agent/socket_client.ts";
 import { TeamRunner } from "../../agent/team/team_runner.ts";
+import type { TeamSettings } from "../../agent/team/team_settings.ts";
 import { VmAgent } from "../../agent/vm_agent.ts";
 import { ensureSampleRepository } from "./sample_repository.ts";
 import { TeamTrafficGenerator } from "./team_traffic.ts";
@@ -35,13 +36,9 @@ export interface LocalFleetDeps {
   team: RealTeam | "traffic";
 }
 
-/** What the real team's sessions need on this machine. */
-export interface RealTeam {
+/** What the real team's sessions need on this machine: its settings (team_settings.ts) and more. */
+export interface RealTeam extends TeamSettings {
   claude: string;
-  modelBaseUrl?: string;
-  apiKey?: string;
-  defaultModel: string;
-  sessionTimeoutMs: number;
   approvalTtlSeconds: number;
   /** Where projects without a repository get theirs. */
   repoRoot: string;

@@ -11,7 +11,7 @@ import type { AgentState } from "../../supabase/functions/_contract/reporter.ts"
 import type { AgentSocket } from "../../agent/socket_client.ts";
 
 const AGENTS = ["lead", "builder", "reviewer"] as const;
-const MODELS = ["claude-sonnet-4-5", "claude-haiku-4-5"] as const;
+const MODELS = ["claude-sonnet-5-5", "claude-haiku-4-5"] as const;
 const APPROVAL_EVERY_CYCLES = 5;
 
 export class TeamTrafficGenerator {

@@ -123,11 +123,14 @@ async function parseBody(request: Request): Promise<MessagesBody | string> {
   const { model, messages, tools } = body as Record<string, unknown>;
   if (typeof model !== "string" || !model) return "model: a string is required";
   if (!Array.isArray(messages) || !messages.length) return "messages: a non-empty list is required";
+  // The current models take `system` messages inside the conversation too (the CLI sends one
+  // for them, with its `output_config`).
   const wellFormed = messages.every((m) =>
-    m && typeof m === "object" && (m.role === "user" || m.role === "assistant") &&
+    m && typeof m === "object" && (m.role === "user" || m.role === "assistant" ||
+      m.role === "system") &&
     (typeof m.content === "string" || Array.isArray(m.content))
   );
-  if (!wellFormed) return "messages: each needs a role (user or assistant) and content";
+  if (!wellFormed) return "messages: each needs a role (user, assistant or system) and content";
   if (tools !== undefined && !Array.isArray(tools)) return "tools: a list is expected";
   return body as MessagesBody;
 }

@@ -22,6 +22,11 @@ create table public.project_agents (
   last_activity_at timestamptz,
   error text,
   last_reported_at timestamptz not null default now(),
+  -- When a health report left the agent out of the team's roster (contract §11a: the roster the
+  -- VM reports is the roster): the report's reported_at, null while the agent is on the team. A
+  -- removed agent leaves the dashboard's views (agent_status); its history (sessions, metrics,
+  -- messages, audit) stays. A later report that lists it again clears it.
+  removed_at timestamptz,
   primary key (project_id, name)
 ) with (fillfactor = 70);
 
@@ -267,6 +272,27 @@ begin
   select p.status into v_status from public.projects p where p.id = p_project_id;
   return v_status;
 end;
+$$;
+
+/**
+ * Whether a health report's `agents` leaves the agent `p_name` out of the team (contract §11a).
+ * Every health report lists the whole roster (the team reports each roster agent's status each
+ * cycle), so an agent a report does not list has left the team. Only a non-empty list is a
+ * roster: the VM agent reports `[]` while its team has not declared its agents (before the
+ * team's first report, or when the team never reports; an older VM agent at every start), which
+ * says nothing about who is on the team. A report without `agents` removes nobody either (the
+ * contract refuses it). health.ts marks such agents removed, by a report newer than their last.
+ */
+create or replace function private.is_off_roster(p_agents jsonb, p_name text)
+returns boolean
+language sql
+immutable
+set search_path = ''
+as $$
+  select case
+    when jsonb_typeof(p_agents) is distinct from 'array' or p_agents = '[]'::jsonb then false
+    else not p_agents @> jsonb_build_array(jsonb_build_object('name', p_name))
+  end
 $$;
 
 -- -------------------------------------------------------------------------------------

@@ -13,14 +13,17 @@ create view public.project_activity_feed with (security_invoker = true) as
   select project_id, 'agent', action, severity, agent, details, occurred_at
   from public.audit_events;
 
--- Agents: each agent's latest status, and whether it has gone quiet on a running VM.
+-- Agents: each agent's latest status, and whether it has gone quiet on a running VM. Only the
+-- team's agents: one the VM's roster no longer lists (removed_at, 08_agent_reports.sql) is gone
+-- from here, its sessions and metrics stay in the views below.
 create view public.agent_status with (security_invoker = true) as
   select a.project_id, a.name, a.status, a.current_task, a.last_activity_at, a.error,
          a.last_reported_at,
          p.status in ('active', 'running')
            and a.last_reported_at < now() - interval '30 minutes' as silent
   from public.project_agents a
-  join public.projects p on p.id = a.project_id;
+  join public.projects p on p.id = a.project_id
+  where a.removed_at is null;
 
 -- Agents: watchdog alerts. A running VM none of whose agents has reported for 30 minutes
 -- (counted from when it became running if it never reported).

@@ -4,9 +4,10 @@
  * it without a polling clock. One statement that changes such rows sends one broadcast
  * `telemetry` (`{table}`) per project it touched to `project:<id>`: the dashboard's area reads
  * its rows again. Statement-level with transition tables: a batch of 100 audit events is one
- * message, and a health report that changes no agent's status, task or error sends none (a fleet
- * reporting every 30 s adds nothing). The event log's broadcasts are 18_realtime.sql's. Created
- * only where the `realtime` schema exists, as there.
+ * message, and a health report that changes no agent's status, task or error, and takes none off
+ * the roster nor puts one back, sends none (a fleet reporting every 30 s adds nothing). The event
+ * log's broadcasts are 18_realtime.sql's. Created only where the `realtime` schema exists, as
+ * there.
  */
 create or replace function private.broadcast_telemetry()
 returns trigger
@@ -22,7 +23,10 @@ begin
 end;
 $$;
 
-/** Agents: only a change a person sees (status, task, error) is worth a message. */
+/**
+ * Agents: only a change a person sees (status, task, error, leaving the roster or coming back) is
+ * worth a message.
+ */
 create or replace function private.broadcast_agent_changes()
 returns trigger
 language plpgsql
@@ -37,7 +41,8 @@ begin
     from new_rows n
     left join old_rows o on o.project_id = n.project_id and o.name = n.name
     where o.name is null
-       or (n.status, n.current_task, n.error) is distinct from (o.status, o.current_task, o.error)
+       or (n.status, n.current_task, n.error, n.removed_at is null)
+          is distinct from (o.status, o.current_task, o.error, o.removed_at is null)
   ) changed;
   return null;
 end;

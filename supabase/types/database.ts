@@ -397,6 +397,7 @@ export type Database = {
           last_reported_at: string;
           name: string;
           project_id: string;
+          removed_at: string | null;
           status: string;
         };
         Insert: {
@@ -406,6 +407,7 @@ export type Database = {
           last_reported_at?: string;
           name: string;
           project_id: string;
+          removed_at?: string | null;
           status: string;
         };
         Update: {
@@ -415,6 +417,7 @@ export type Database = {
           last_reported_at?: string;
           name?: string;
           project_id?: string;
+          removed_at?: string | null;
           status?: string;
         };
         Relationships: [

@@ -1,12 +1,13 @@
 /**
  * Starts the real service (`scripts/start.ts`, the same program as `deno task start`) as a child
  * process on a free port against a test database, and keeps everything it prints so tests can look
- * for (or make sure of the absence of) things in the server log.
+ * for (or make sure of the absence of) things in the server log. With `processGroup`, it is
+ * `deno task start` itself, in a process group of its own, signalled as a whole.
  */
 import type { Endpoint } from "./endpoint.ts";
 
 export interface TestServer extends Endpoint, AsyncDisposable {
-  /** The server process id. */
+  /** The server process id (with `processGroup`, `deno task`'s, the group's leader). */
   pid: number;
   /** Everything the server printed so far (stdout and stderr). */
   output(): string;
@@ -16,21 +17,39 @@ export interface TestServer extends Endpoint, AsyncDisposable {
   kill(): Promise<void>;
 }
 
+export interface ServerOptions {
+  /**
+   * Runs `deno task start` in a process group of its own (setsid), as a terminal or a supervisor
+   * does, and stop() and kill() signal the whole group, as Ctrl-C or `kill -TERM -<pgid>` do: the
+   * stack's children (PostgREST, the mail catcher) get the signal too, and start.ts gets it twice,
+   * once more from `deno task`, which passes it on.
+   */
+  processGroup?: boolean;
+}
+
 const START = new URL("../../scripts/start.ts", import.meta.url).pathname;
+const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 
 export async function startServer(
   databaseUrl: string,
   env: Record<string, string> = {},
+  options: ServerOptions = {},
 ): Promise<TestServer> {
   // Each server's simulated VMs keep their directories apart from every other's.
   const vmRoot = await Deno.makeTempDir({ prefix: "vm-service-vms-" });
-  const child = new Deno.Command("deno", {
-    args: ["run", "-A", START],
+  // A spawned child is no group leader, so setsid makes it one without forking: the group's id
+  // is the child's pid.
+  const child = new Deno.Command(options.processGroup ? "setsid" : "deno", {
+    args: options.processGroup
+      ? ["deno", "task", "--config", CONFIG, "start"]
+      : ["run", "-A", START],
     env: { DATABASE_URL: databaseUrl, PORT: "0", LOCAL_VM_ROOT: vmRoot, ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
   }).spawn();
+  const signal = (name: Deno.Signal) =>
+    options.processGroup ? Deno.kill(-child.pid, name) : child.kill(name);
 
   let text = "";
   let resolveReady: (origin: string) => void;
@@ -45,11 +64,11 @@ export async function startServer(
   const pumps = Promise.all([collect(child.stdout), collect(child.stderr)]);
 
   let stopped = false;
-  const end = async (signal: Deno.Signal) => {
+  const end = async (name: Deno.Signal) => {
     if (!stopped) {
       stopped = true;
       try {
-        child.kill(signal);
+        signal(name);
       } catch { /* already gone */ }
     }
     await child.status;

@@ -105,23 +105,28 @@ Deno.test("GIT_TOKEN reaches git through the credential helper and is written no
     PATH: Deno.env.get("PATH")!,
     HOME: root,
     GIT_TOKEN: token,
-    ...gitEnvironment("lead", { GIT_TOKEN: token }),
+    ...gitEnvironment("lead", { GIT_TOKEN: token }, "https://git.example.test/o.git"),
   };
-  const fill = new Deno.Command("git", {
-    args: ["credential", "fill"],
-    cwd: root,
-    env,
-    clearEnv: true,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = fill.stdin.getWriter();
-  await writer.write(new TextEncoder().encode("protocol=https\nhost=git.example.test\n\n"));
-  await writer.close();
-  const out = new TextDecoder().decode((await fill.output()).stdout);
+  const fill = async (host: string) => {
+    const child = new Deno.Command("git", {
+      args: ["credential", "fill"],
+      cwd: root,
+      env,
+      clearEnv: true,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(`protocol=https\nhost=${host}\n\n`));
+    await writer.close();
+    return new TextDecoder().decode((await child.output()).stdout);
+  };
+  const out = await fill("git.example.test");
   assert.match(out, new RegExp(`^password=${token}$`, "m"));
   assert.match(out, /^username=x-access-token$/m);
+  // Another host (an `insteadOf` a session set, say) gets nothing.
+  assert.doesNotMatch(await fill("elsewhere.example.test"), new RegExp(token));
   assert.doesNotMatch(
     JSON.stringify(gitEnvironment("lead", { GIT_TOKEN: token })),
     new RegExp(token),

@@ -6,11 +6,16 @@ import assert from "node:assert/strict";
 import { matchApprovalRule, parseApprovalRules } from "../../agent/team/approval_rules.ts";
 import { addressee, handoffs, systemPrompt, taskPrompt } from "../../agent/team/prompts.ts";
 import { DEFAULT_AGENTS_MD, parseRoster } from "../../agent/team/roster.ts";
+import { DEFAULT_AGENT_MODEL, DEFAULT_FALLBACK_MODEL } from "../../agent/team/team_settings.ts";
+
+const DEFAULTS = { model: "claude-sonnet-5-5", fallbackModel: "claude-haiku-4-5" };
+const NOW = new Date("2026-11-26T12:00:00Z");
 
 const AGENTS_MD = `# Our team
 
 ## lead
-model: claude-opus-4-1
+model: claude-opus-4-8
+fallback_model: claude-sonnet-5
 Plans and hands work on.
 
 ## builder
@@ -29,22 +34,54 @@ Reviews.
 `;
 
 Deno.test("parseRoster() reads every ## heading as an agent, the first as the lead", () => {
-  const roster = parseRoster(AGENTS_MD, "claude-sonnet-4-5");
+  const roster = parseRoster(AGENTS_MD, DEFAULTS);
   assert.deepEqual(roster.map((a) => a.name), ["lead", "builder", "reviewer"]);
   assert.equal(roster[0]!.lead, true);
   assert.equal(roster[1]!.lead, false);
 });
 
 Deno.test("parseRoster() takes a model line only directly under the heading", () => {
-  const [lead, builder] = parseRoster(AGENTS_MD, "claude-sonnet-4-5");
-  assert.equal(lead!.model, "claude-opus-4-1");
+  const [lead, builder] = parseRoster(AGENTS_MD, DEFAULTS);
+  assert.equal(lead!.model, "claude-opus-4-8");
+  assert.equal(lead!.fallbackModel, "claude-sonnet-5");
   assert.equal(lead!.role, "Plans and hands work on.");
-  assert.equal(builder!.model, "claude-sonnet-4-5");
+  assert.equal(builder!.model, "claude-sonnet-5-5");
+  assert.equal(builder!.fallbackModel, "claude-haiku-4-5");
+  assert.equal(builder!.problem, undefined);
   assert.match(builder!.role, /model: not-a-model-line/);
 });
 
+Deno.test("parseRoster() puts an agent with an unknown or retired model line in error", () => {
+  const roster = parseRoster(
+    "## lead\nmodel: claude-sonnet-4-5\n\n## builder\nfallback_model: gpt-9\n\n## reviewer\n",
+    DEFAULTS,
+    new Date("2026-12-01T00:00:00Z"),
+  );
+  assert.equal(
+    roster[0]!.problem,
+    "The line `model: claude-sonnet-4-5` under `## lead` in AGENTS.md names a model that was " +
+      "retired after 2026-11-29; use claude-sonnet-5-5.",
+  );
+  assert.match(roster[1]!.problem!, /^The line `fallback_model: gpt-9` under `## builder`/);
+  assert.equal(roster[2]!.problem, undefined);
+  // Before its retirement, Claude Sonnet 4.5 still serves.
+  assert.equal(
+    parseRoster("## lead\nmodel: claude-sonnet-4-5\n", DEFAULTS, NOW)[0]!.problem,
+    undefined,
+  );
+});
+
+Deno.test("the default models are current ones", () => {
+  const [lead] = parseRoster(DEFAULT_AGENTS_MD, {
+    model: DEFAULT_AGENT_MODEL,
+    fallbackModel: DEFAULT_FALLBACK_MODEL,
+  }, new Date("2027-06-01T00:00:00Z"));
+  assert.equal(lead!.problem, undefined);
+  assert.notEqual(DEFAULT_AGENT_MODEL, "claude-sonnet-4-5");
+});
+
 Deno.test("the default roster is a lead, a builder and a reviewer", () => {
-  assert.deepEqual(parseRoster(DEFAULT_AGENTS_MD, "m").map((a) => a.name), [
+  assert.deepEqual(parseRoster(DEFAULT_AGENTS_MD, DEFAULTS).map((a) => a.name), [
     "lead",
     "builder",
     "reviewer",
@@ -52,7 +89,7 @@ Deno.test("the default roster is a lead, a builder and a reviewer", () => {
 });
 
 Deno.test("addressee() sends a leading @name to that agent and anything else to the lead", () => {
-  const roster = parseRoster(AGENTS_MD, "m");
+  const roster = parseRoster(AGENTS_MD, DEFAULTS);
   assert.equal(addressee("@builder add a test", roster), "builder");
   assert.equal(addressee("  @reviewer look", roster), "reviewer");
   assert.equal(addressee("please @builder add", roster), "lead");
@@ -60,7 +97,7 @@ Deno.test("addressee() sends a leading @name to that agent and anything else to 
 });
 
 Deno.test("handoffs() reads the lead's @name lines for teammates only", () => {
-  const roster = parseRoster(AGENTS_MD, "m");
+  const roster = parseRoster(AGENTS_MD, DEFAULTS);
   const answer =
     "Planned.\n@builder write `src/a.js`\n@lead not me\n@nobody x\n@reviewer: check it";
   assert.deepEqual(handoffs(answer, roster), [
@@ -70,7 +107,7 @@ Deno.test("handoffs() reads the lead's @name lines for teammates only", () => {
 });
 
 Deno.test("systemPrompt() carries the persona files and names the agent and its lead", () => {
-  const roster = parseRoster(AGENTS_MD, "m");
+  const roster = parseRoster(AGENTS_MD, DEFAULTS);
   const text = systemPrompt(roster[1]!, roster, { soul: "Be kind.", coordination: "Rebase." });
   assert.match(text, /^# You are builder, an agent of this project's team$/m);
   assert.match(text, /^The lead of the team is lead\.$/m);

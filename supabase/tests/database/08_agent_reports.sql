@@ -6,7 +6,7 @@
 -- (tests/integration/reporter_statements_test.ts and the vm-reporter tests).
 begin;
 \ir fixtures.psql
-select plan(10);
+select plan(18);
 
 -- P1 is the member's project, P2 the other user's; P3 and P4 are the member organization's VMs
 -- that report below.
@@ -70,6 +70,22 @@ select is((select health_status from public.projects where id = 'ffffffff-ffff-4
 select ok(not has_function_privilege('authenticated',
   'private.set_project_health(uuid, text, timestamptz)', 'execute'),
   'authenticated cannot execute set_project_health');
+
+-- The roster a health report carries (contract §11a): an agent it leaves out has left the team
+-- (vm-reporter/routes/health.ts marks it removed); an empty list, or none, removes nobody.
+select has_column('public', 'project_agents', 'removed_at', 'project_agents records a removal');
+select ok(private.is_off_roster('[{"name": "lead", "status": "active"}, {"name": "builder", "status": "idle"}]',
+  'reviewer'), 'an agent a roster does not list is off it');
+select ok(not private.is_off_roster('[{"name": "lead", "status": "active"}, {"name": "reviewer", "status": "idle"}]',
+  'reviewer'), 'an agent the roster lists is on it');
+select ok(private.is_off_roster('[{"name": "reviewer2", "status": "idle"}]', 'reviewer'),
+  'a name is matched whole');
+select ok(not private.is_off_roster('[]', 'reviewer'),
+  'an empty list (a team that has not declared its agents) removes nobody');
+select ok(not private.is_off_roster(null, 'reviewer'), 'a report without agents removes nobody');
+select ok(not private.is_off_roster('{"name": "lead"}', 'reviewer'), 'what is not a list removes nobody');
+select ok(not has_function_privilege('authenticated', 'private.is_off_roster(jsonb, text)', 'execute'),
+  'authenticated cannot execute is_off_roster');
 
 -- Telemetry has no foreign key; deleting the project still deletes it.
 insert into public.agent_messages (project_id, direction, agent, content)

@@ -5,7 +5,7 @@
 -- a member of another project none of them; anon nothing; nobody writes directly.
 begin;
 \ir fixtures.psql
-select plan(122);
+select plan(128);
 
 -- One project each. Both projects have been active 40 minutes.
 select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
@@ -518,6 +518,44 @@ select throws_ok('select 1 from public.pending_approval_counts', '42501',
   'permission denied for view pending_approval_counts', 'anon cannot read pending_approval_counts');
 select throws_ok('select 1 from public.persona_files', '42501',
   'permission denied for view persona_files', 'anon cannot read persona_files');
+
+-- An agent the VM's roster no longer lists (contract §11a: removed_at, set by the health route)
+-- leaves the Agents area; its row, sessions, metrics and audit events stay. Listed again, it is
+-- back.
+reset role;
+update public.project_agents set removed_at = now()
+  where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' and name = 'beta';
+select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
+select results_eq(
+  $$select name from public.agent_status where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc'$$,
+  $$values ('alpha'::text)$$,
+  'a removed agent is gone from agent_status');
+select results_eq(
+  $$select name, removed_at is not null from public.project_agents
+    where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' order by name$$,
+  $$values ('alpha'::text, false), ('beta', true)$$,
+  'its row stays in project_agents, marked removed');
+select results_eq(
+  $$select session_id from public.agent_sessions where agent = 'beta'$$,
+  $$values ('s3'::text)$$,
+  'its sessions stay in agent_sessions');
+select results_eq(
+  $$select sessions::int, cost_usd from public.session_metrics where agent = 'beta'$$,
+  $$values (1, 2::numeric)$$,
+  'its sessions stay in session_metrics');
+select results_eq(
+  $$select action from public.project_activity_feed where agent = 'beta'$$,
+  $$values ('test_failed'::text)$$,
+  'its audit events stay in the activity feed');
+reset role;
+update public.project_agents set removed_at = null
+  where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' and name = 'beta';
+select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
+select results_eq(
+  $$select name from public.agent_status where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc'
+    order by name$$,
+  $$values ('alpha'::text), ('beta')$$,
+  'an agent listed again is back in agent_status');
 
 select * from finish();
 rollback;

@@ -1,9 +1,10 @@
 -- Live telemetry (supabase/schemas/20_live_telemetry.sql): a statement that changes what a VM
 -- reports sends one `telemetry` broadcast per project it touched to the project's private
--- channel; a health report that changes no agent's status, task or error sends none.
+-- channel; a health report that changes no agent's status, task or error, and takes none off the
+-- roster nor puts one back, sends none.
 begin;
 \ir fixtures.psql
-select plan(6);
+select plan(8);
 
 select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
   'P1', 'active', '11111111-1111-4111-8111-111111111111');
@@ -35,6 +36,18 @@ select results_eq(
   $$select event, payload ->> 'table' from realtime.messages$$,
   $$values ('telemetry'::text, 'project_agents'::text)$$,
   'an agent''s new status and task: one message');
+
+delete from realtime.messages;
+update public.project_agents set removed_at = now()
+  where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' and name = 'builder';
+select results_eq(
+  $$select event, payload ->> 'table' from realtime.messages$$,
+  $$values ('telemetry'::text, 'project_agents'::text)$$,
+  'an agent leaving the roster: one message (the Agents area reads again)');
+delete from realtime.messages;
+update public.project_agents set removed_at = null
+  where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' and name = 'builder';
+select is((select count(*)::int from realtime.messages), 1, 'an agent back on the roster: one message');
 
 delete from realtime.messages;
 insert into public.cli_sessions (project_id, session_id, agent, model, started_at)

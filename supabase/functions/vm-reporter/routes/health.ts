@@ -3,6 +3,9 @@ import { defineRoute } from "../route.ts";
 
 // The schema adds `health` (the contract's deriveHealth) to the body. The project's health follows the
 // newest report only, and its row is written (set_project_health) only when the health changes.
+// The report's agents are the team's whole roster (contract §11a): an agent of the project it
+// leaves out is marked removed (private.is_off_roster: never by an empty list), one it lists is on
+// the team again. Neither by a report older than what is known of the agent.
 export const health = defineRoute(contract, {
   with: `
     report as (
@@ -29,9 +32,18 @@ export const health = defineRoute(contract, {
         current_task = excluded.current_task,
         last_activity_at = coalesce(excluded.last_activity_at, pa.last_activity_at),
         error = excluded.error,
-        last_reported_at = excluded.last_reported_at
-      -- A retried, older report is kept as history but does not overwrite what is newer.
-      where pa.last_reported_at <= excluded.last_reported_at
+        last_reported_at = excluded.last_reported_at,
+        removed_at = null
+      -- A retried, older report is kept as history but does not overwrite what is newer: the
+      -- agent's last report, or the report that took it off the roster.
+      where coalesce(pa.removed_at, pa.last_reported_at) <= excluded.last_reported_at
+    ),
+    departed as (
+      update public.project_agents pa set removed_at = r.reported_at
+      from report r
+      where pa.project_id = r.project_id and pa.removed_at is null
+        and pa.last_reported_at < r.reported_at
+        and private.is_off_roster(r.body -> 'agents', pa.name)
     )`,
   data: `(
     select jsonb_build_object(

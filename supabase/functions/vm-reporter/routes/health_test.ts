@@ -1,8 +1,9 @@
 /**
  * POST /vm-reporter/health, in process against the real database: the snapshot and agents it
  * stores, the exact health rule, the validation that refuses a report whole, the 401 of a caller
- * without a valid token of the project (nothing written anywhere), and a retried older report
- * that must not overwrite a newer one.
+ * without a valid token of the project (nothing written anywhere), a retried older report
+ * that must not overwrite a newer one, and the reported roster as the team (an agent it leaves
+ * out leaves the Agents area, and comes back when listed again).
  */
 import assert from "node:assert/strict";
 import { inProcess } from "../../../../tests/helpers/in_process.ts";
@@ -204,6 +205,103 @@ Deno.test("/health: a retried, older health report does not overwrite a newer on
   const [{ snapshots }] = await db.sql<[{ snapshots: number }]>`
     select count(*)::int as snapshots from public.vm_health_snapshots where project_id = ${projectId}`;
   assert.equal(snapshots, 2, "both reports are kept as history");
+});
+
+Deno.test("/health: the roster the VM reports is the roster (contract §11a)", async (t) => {
+  await using stack = await inProcess(ENV);
+  const db = stack.db;
+  const { projectId, token } = await setupProject(db.sql, { status: "running" });
+  const vm = reporter(stack, projectId, token);
+  const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, "0")}:00.000Z`;
+  /** A health report at 10:<minute> whose roster is `names`. */
+  const report = (minute: number, ...names: string[]) => ({
+    ...health(names.map((name) => ({ name, status: "idle" as const }))),
+    reported_at: at(minute),
+  });
+  /** The Agents area's agents (public.agent_status). */
+  const shown = async () =>
+    (await db.sql<{ name: string }[]>`
+      select name from public.agent_status where project_id = ${projectId} order by name`)
+      .map((row) => row.name);
+  /** Broadcasts telling the project's dashboards to read the agents again, since the last call. */
+  const agentBroadcasts = async () =>
+    (await db.sql<[{ count: number }]>`
+      with sent as (
+        delete from realtime.messages
+        where topic = ${`project:${projectId}`} and payload ->> 'table' = 'project_agents'
+        returning 1
+      )
+      select count(*)::int as count from sent`)[0].count;
+  const removedAt = async (name: string) =>
+    (await db.sql<[{ removed_at: Date | null }]>`
+      select removed_at from public.project_agents
+      where project_id = ${projectId} and name = ${name}`)[0].removed_at;
+
+  await t.step(
+    "an agent the roster no longer lists leaves the view; its history stays",
+    async () => {
+      await vm.ok("/health", report(0, "lead", "builder", "reviewer"));
+      assert.deepEqual(await shown(), ["builder", "lead", "reviewer"]);
+      await vm.ok("/messages", { messages: [{ agent: "reviewer", content: "Reviewed PR 7." }] });
+      await vm.ok("/audit", { events: [{ agent: "reviewer", action: "session_finished" }] });
+      await vm.ok("/metrics/cli-sessions", {
+        sessions: [{
+          session_id: "s-reviewer",
+          agent: "reviewer",
+          model: "claude-sonnet-4-5",
+          started_at: at(1),
+          ended_at: at(2),
+        }],
+      });
+
+      // AGENTS.md saved with only lead and builder: the team reports those two.
+      await agentBroadcasts();
+      await vm.ok("/health", report(5, "lead", "builder"));
+      assert.deepEqual(await shown(), ["builder", "lead"], "reviewer left the Agents area");
+      assert.equal(await agentBroadcasts(), 1, "the Agents area is told to read again");
+      assert.equal(iso((await removedAt("reviewer"))!), at(5), "removed by the report at 10:05");
+      assert.equal(await removedAt("lead"), null);
+      const [history] = await db.sql<[{ messages: number; audit: number; sessions: number }]>`
+      select
+        (select count(*) from public.agent_messages
+          where project_id = ${projectId} and agent = 'reviewer')::int as messages,
+        (select count(*) from public.project_activity_feed
+          where project_id = ${projectId} and agent = 'reviewer')::int as audit,
+        (select sessions from public.session_metrics
+          where project_id = ${projectId} and agent = 'reviewer')::int as sessions`;
+      assert.deepEqual({ ...history }, { messages: 1, audit: 1, sessions: 1 }, "its history stays");
+    },
+  );
+
+  await t.step("a report without agents, or with none declared yet, removes nobody", async () => {
+    const { agents: _, ...withoutAgents } = report(6, "lead");
+    assertError(await vm.post("/health", withoutAgents), 400, /agents/);
+    // The VM agent reports [] while its team has not declared its agents.
+    const data = await vm.ok("/health", report(7));
+    assert.equal(data.health_status, "unhealthy", "no agents is unhealthy, as before");
+    assert.deepEqual(await shown(), ["builder", "lead"]);
+  });
+
+  await t.step("a retried, older report neither removes an agent nor brings one back", async () => {
+    // Older than the removal at 10:05: reviewer stays removed.
+    await vm.ok("/health", report(3, "lead", "builder", "reviewer"));
+    // Older than builder's last report (10:05): builder stays.
+    await vm.ok("/health", report(4, "lead"));
+    assert.deepEqual(await shown(), ["builder", "lead"]);
+    assert.equal(iso((await removedAt("reviewer"))!), at(5));
+  });
+
+  await t.step("a later report that lists the agent again brings it back", async () => {
+    await agentBroadcasts();
+    await vm.ok("/health", report(10, "lead", "builder", "reviewer"));
+    assert.deepEqual(await shown(), ["builder", "lead", "reviewer"]);
+    assert.equal(await agentBroadcasts(), 1, "the Agents area is told to read again");
+    assert.equal(await removedAt("reviewer"), null);
+    const [reviewer] = await db.sql<[{ last_reported_at: Date }]>`
+      select last_reported_at from public.agent_status
+      where project_id = ${projectId} and name = 'reviewer'`;
+    assert.equal(iso(reviewer.last_reported_at), at(10));
+  });
 });
 
 Deno.test("deriveHealth applies the contract's health rule", () => {
