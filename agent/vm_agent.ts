@@ -47,6 +47,11 @@ export interface TeamHost {
 export interface VmAgentOptions {
   bootstrapFile: string;
   stateDir: string;
+  /**
+   * The team's socket; default `<stateDir>/agent.sock`. A Unix socket's path holds at most 107
+   * bytes: a state directory deep in a file tree (the local fleet's) needs a shorter one.
+   */
+  socketPath?: string;
   workspace: string;
   cycleMs: number;
   /** The team this agent runs (agent/team/team_runner.ts on a VM), started after first contact. */
@@ -89,7 +94,7 @@ export class VmAgent {
   }
 
   get socketPath(): string {
-    return `${this.#options.stateDir}/agent.sock`;
+    return this.#options.socketPath ?? `${this.#options.stateDir}/agent.sock`;
   }
 
   /** Identity first (bootstrapping if needed), then the socket, then the cycle loop. */

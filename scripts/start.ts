@@ -6,7 +6,11 @@ import { type StackAddresses, startStack } from "../local/stack.ts";
 
 const say = (line: string) => console.log(`[start] ${line}`);
 
-const stack = await startStack(say, printAddresses);
+const stack = await startStack(say, printAddresses).catch((error: Error) => {
+  // What stops the stack from starting is said in a sentence, not a stack trace.
+  say(`cannot start: ${error.message}`);
+  Deno.exit(1);
+});
 Deno.addSignalListener("SIGINT", () => stack.shutdown("SIGINT"));
 Deno.addSignalListener("SIGTERM", () => stack.shutdown("SIGTERM"));
 

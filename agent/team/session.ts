@@ -53,6 +53,17 @@ export async function runTask(
   } else {
     await clone.update();
   }
+  const budgetLeft = team.budget.left(manifest);
+  if (budgetLeft !== undefined && budgetLeft <= 0) {
+    // Nothing left this month: the task waits (the platform stops the VM at the budget, §12).
+    await team.board.retryLater(
+      task.id,
+      "The project's monthly budget is spent: raise it in Settings, or wait for next month.",
+      team.options.retryBaseMs,
+    );
+    state.status = "idle";
+    return;
+  }
   const before = await clone.head();
   const coordination = (await team.persona("COORDINATION.md")) ?? "";
   const settingsFile = await sessionSettings(team.options, agent.name, home, coordination);
@@ -77,8 +88,10 @@ export async function runTask(
     settingsFile,
     timeoutMs: team.options.sessionTimeoutMs,
     maxTurns: team.options.maxTurns,
+    ...(budgetLeft !== undefined ? { maxBudgetUsd: budgetLeft } : {}),
     signal: AbortSignal.any([signal, team.signal]),
   });
+  team.budget.spent(manifest, outcome.cost_usd);
   const retryAt = await afterSession(team, agent, task, clone, outcome, branch, false, before);
   if (retryAt) {
     // The model service was busy: the agent is fine, its task waits for its retry.

@@ -3,6 +3,7 @@
  * reports and roster, and each agent's state as the health report declares it.
  */
 import type { RosterAgent } from "./roster.ts";
+import type { SessionBudget } from "./session_budget.ts";
 import type { TaskBoard } from "./task_board.ts";
 import type { TeamReports } from "./team_reports.ts";
 import type { TeamRunnerOptions } from "./team_runner.ts";
@@ -11,6 +12,8 @@ export interface Team {
   readonly options: TeamRunnerOptions;
   readonly board: TaskBoard;
   readonly reports: TeamReports;
+  /** What the project's monthly budget leaves for a session. */
+  readonly budget: SessionBudget;
   /** Aborted when the runner stops: every session is cut with it. */
   readonly signal: AbortSignal;
   /** The roster as the last cycle read it: AGENTS.md is read every cycle, so ask at each use. */

@@ -18,6 +18,7 @@ import type { manifest, ResponseOf } from "../../supabase/functions/_contract/re
 import { intake } from "./intake.ts";
 import { DEFAULT_AGENTS_MD, parseRoster, type RosterAgent } from "./roster.ts";
 import { runTask } from "./session.ts";
+import { SessionBudget } from "./session_budget.ts";
 import { type Task, TaskBoard, title } from "./task_board.ts";
 import type { AgentState, Team } from "./team_context.ts";
 import { TeamReports } from "./team_reports.ts";
@@ -68,6 +69,7 @@ export class TeamRunner {
       options,
       board: this.#board,
       reports: this.#reports,
+      budget: new SessionBudget(),
       signal: this.#abort.signal,
       roster: () => this.#roster,
       persona: (name) => this.#persona(name),

@@ -65,6 +65,15 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     await run(["chown", "-R", runAs, dataDir]);
     // A temporary parent is created 0700 by root; the server's user must be able to pass through it.
     await run(["chmod", "o+x", `${dataDir}/..`]);
+    // A directory further up may be closed to other users (root's home is 0700): say so in one
+    // sentence rather than let initdb fail with a permission error.
+    if (!(await output(["test", "-x", dataDir], runAs)).success) {
+      throw new Error(
+        `PostgreSQL refuses to run as root, so it runs as the ${runAs} user, who cannot reach ` +
+          `${dataDir}: a directory above it is closed to other users. Clone the repository ` +
+          `where other users may pass through (under /srv or /home, say), or set DATABASE_URL.`,
+      );
+    }
   }
   await Deno.chmod(dataDir, 0o700);
 

@@ -34,6 +34,8 @@ export interface LocalFleetDeps {
   vmRoot: string;
   /** The real team, or a traffic generator (soak, fleet measurements). */
   team: RealTeam | "traffic";
+  /** Where the VMs' sockets are (the fleet makes it). */
+  socketDir?: string;
 }
 
 /** What the real team's sessions need on this machine: its settings (team_settings.ts) and more. */
@@ -51,7 +53,9 @@ export class LocalFleet {
   #reporterUrl: string | undefined;
 
   constructor(deps: LocalFleetDeps) {
-    this.#deps = deps;
+    // The VMs' sockets live apart from their state directories: a Unix socket's path holds at
+    // most 107 bytes, and LOCAL_VM_ROOT may be deep (a clone's absolute path, say).
+    this.#deps = { ...deps, socketDir: Deno.makeTempDirSync({ dir: "/tmp", prefix: "vm-sock-" }) };
   }
 
   /** A VM was provisioned with this boot data (from the compute driver's provision call). */
@@ -105,6 +109,7 @@ export class LocalFleet {
 
   async stop(): Promise<void> {
     await Promise.all([...this.#runners.values()].map((runner) => runner.stop()));
+    await Deno.remove(this.#deps.socketDir!, { recursive: true }).catch(() => {});
   }
 
   /** Writes the VM's boot data, as cloud-init does on a real VM (an empty credential keeps the one there). */
@@ -196,15 +201,17 @@ class Runner {
     const fields = { component: "local-vm", project_id: this.projectId };
     const agentLog = (level: "info" | "warn" | "error", msg: string, extra = {}) =>
       log[level](`vm-agent: ${msg}`, { ...fields, ...extra });
+    const socketPath = `${this.deps.socketDir}/${this.projectId}.sock`;
     const options = {
       bootstrapFile: `${dir}/bootstrap.json`,
       stateDir: `${dir}/state`,
+      socketPath,
       workspace: `${dir}/workspace`,
       cycleMs,
       log: agentLog,
     };
     if (team === "traffic") {
-      const socket = new AgentSocket(`${dir}/state/agent.sock`);
+      const socket = new AgentSocket(socketPath);
       const traffic = new TeamTrafficGenerator(socket, `${dir}/workspace`);
       const agent = new VmAgent({ ...options, hook: traffic.hook });
       await agent.start();

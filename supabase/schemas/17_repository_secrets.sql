@@ -80,6 +80,13 @@ create trigger projects_repository_changed
         or old.repository_branch is distinct from new.repository_branch)
   execute function private.next_manifest_revision();
 
+-- The budget is in the manifest too (contract §11a: a session may spend what is left of it).
+create trigger projects_budget_changed
+  before update of monthly_budget_usd on public.projects
+  for each row
+  when (old.monthly_budget_usd is distinct from new.monthly_budget_usd)
+  execute function private.next_manifest_revision();
+
 /** A secret set, replaced or deleted moves its project's manifest revision. */
 create or replace function private.secret_changed() returns trigger
 language plpgsql

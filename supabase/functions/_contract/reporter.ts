@@ -353,7 +353,16 @@ export const manifest = route({
       "Every project secret by name, in clear: keep them out of files, remote URLs and logs",
     ),
     revision: z.int().min(1).describe(
-      "Changes whenever the repository or a secret changes; update_manifest commands carry it",
+      "Changes whenever the repository, a secret or the monthly budget changes; " +
+        "update_manifest commands carry it",
+    ),
+    budget: z.object({
+      monthly_usd: z.number().describe("The project's monthly budget"),
+      spent_usd: z.number().describe("This UTC month's cost so far (model and compute)"),
+      month: z.string().describe("The UTC month spent_usd is for, `YYYY-MM`"),
+    }).nullable().describe(
+      "null: the project has no monthly budget. Each session gets --max-budget-usd of what is " +
+        "left (contract §11a)",
     ),
   }),
   spooled: false,

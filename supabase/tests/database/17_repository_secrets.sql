@@ -5,7 +5,7 @@
 -- revision alone), secrets readable by name only and by members only, and who may change them.
 begin;
 \ir fixtures.psql
-select plan(54);
+select plan(55);
 
 -- Users beyond the fixtures' member (P1's owner) and other (a plain member of P1).
 insert into auth.users (id, email) values
@@ -236,6 +236,10 @@ select results_eq(
 delete from private.project_secret_values where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc';
 select is(tests.revision('cccccccc-cccc-4ccc-8ccc-cccccccccccc'), 11::bigint,
   'every secret and repository change moved the revision, an operator''s DELETE included');
+-- The budget is in the manifest: changing it moves the revision (§11a).
+update public.projects set monthly_budget_usd = 40 where id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc';
+select is(tests.revision('cccccccc-cccc-4ccc-8ccc-cccccccccccc'), 12::bigint,
+  'a monthly budget change moves the revision');
 select results_eq(
   $$select distinct jsonb_object_keys(payload) from public.vm_commands where type = 'update_manifest'$$,
   $$values ('revision'::text)$$, 'no update_manifest ever carries more than the revision');

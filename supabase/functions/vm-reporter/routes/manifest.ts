@@ -1,6 +1,7 @@
 /**
- * The VM's manifest (contract §10): the project's repository, its secrets and their revision, read
- * in one statement (so the revision is the one of what it answers). The database holds the
+ * The VM's manifest (contract §10): the project's repository, its secrets and their revision, and
+ * its monthly budget with this month's cost so far (§11a: what a session may spend), read in one
+ * statement (so the revision is the one of what it answers). The database holds the
  * secrets sealed; they are opened here, with the functions' key, for this answer only: not for
  * the request log, a log line or anything else.
  */
@@ -47,6 +48,11 @@ export const manifest = defineRoute(contract, {
         select jsonb_object_agg(s.name, encode(s.value_sealed, 'hex'))
         from private.project_secret_values s where s.project_id = p.id
       ), '{}'::jsonb),
-      'revision', p.manifest_revision)
-    from public.projects p where p.id = a.project_id)`,
+      'revision', p.manifest_revision,
+      'budget', case when p.monthly_budget_usd is null then null
+        else jsonb_build_object('monthly_usd', p.monthly_budget_usd, 'spent_usd', c.total_usd,
+          'month', to_char(c.month, 'YYYY-MM')) end)
+    from public.projects p
+    join public.month_to_date_costs c on c.project_id = p.id
+    where p.id = a.project_id)`,
 }, { finish: open });

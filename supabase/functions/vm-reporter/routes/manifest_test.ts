@@ -18,17 +18,13 @@ import {
   setupProject,
 } from "../../../../tests/helpers/vm_reporter.ts";
 import { eventually } from "../../../../tests/helpers/vm_api.ts";
+import type { Manifest } from "../../_contract/reporter.ts";
 
 /** High enough that no step here is ever rate limited. */
 const ENV = { VM_REPORTER_RATE_LIMIT: "100000", VM_API_RATE_LIMIT: "100000" };
 const TOKEN_VALUE = "ghp_manifestSecretValue_9876543210";
 const API_KEY_VALUE = "sk-ant-manifest-ünïcödé-value";
 
-interface Manifest {
-  repository: { url: string; branch: string } | null;
-  secrets: Record<string, string>;
-  revision: number;
-}
 
 const requestLog = (sql: postgres.Sql, projectId: string) =>
   sql<{ route: string; status_code: number; error_message: string | null; row: string }[]>`
@@ -46,7 +42,12 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
     ok(await api.act(userId, action, projectId, fields as Record<string, unknown>));
 
   await t.step("no repository and no secret: null, {}, revision 1", async () => {
-    assert.deepEqual(await manifest(), { repository: null, secrets: {}, revision: 1 });
+    assert.deepEqual(await manifest(), {
+      repository: null,
+      secrets: {},
+      revision: 1,
+      budget: null,
+    });
   });
 
   await t.step("the repository and every secret, opened", async () => {
@@ -57,6 +58,7 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       repository: { url: "https://github.com/acme/app.git", branch: "main" },
       secrets: { ANTHROPIC_API_KEY: API_KEY_VALUE, GIT_TOKEN: TOKEN_VALUE },
       revision: 4,
+      budget: null,
     });
   });
 
@@ -81,6 +83,7 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       ["secret deleted", () => act("delete_secret", { name: "ANTHROPIC_API_KEY" })],
       ["url", () => act("update", { repository_url: "git@github.com:acme/app.git" })],
       ["repository cleared", () => act("update", { repository_url: null })],
+      ["budget set", () => act("update", { monthly_budget_usd: 25 })],
     ];
     let last = (await manifest()).revision;
     for (const [what, change] of changes) {
@@ -91,11 +94,16 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
     }
     await act("update", { name: "Renamed" });
     assert.equal((await manifest()).revision, last, "a rename is not a manifest change");
-    assert.deepEqual(await manifest(), {
+    const { budget, ...rest } = await manifest();
+    assert.deepEqual(rest, {
       repository: null,
       secrets: { GIT_TOKEN: `${TOKEN_VALUE}2` },
       revision: last,
     });
+    // What a session may spend: the budget and this UTC month's cost so far (§11a).
+    assert.equal(budget?.monthly_usd, 25);
+    assert.ok(typeof budget?.spent_usd === "number" && budget.spent_usd >= 0);
+    assert.equal(budget?.month, new Date().toISOString().slice(0, 7));
     const commands = await poll(vm);
     assert.deepEqual(commands.map((c) => c.payload), [{ revision: last }]);
   });
@@ -107,6 +115,7 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       repository: null,
       secrets: {},
       revision: 1,
+      budget: null,
     });
     assertUnauthorized(await vm.post("/manifest", {}, { token: other.token }));
     assertUnauthorized(await vm.post("/manifest", {}, { token: null }));
