@@ -941,6 +941,22 @@ export type Database = {
         };
         Relationships: [];
       };
+      session_steps: {
+        Row: {
+          agent: string | null;
+          at: string | null;
+          created_at: string | null;
+          detail: string | null;
+          kind: string | null;
+          project_id: string | null;
+          seq: number | null;
+          session_id: string | null;
+          summary: string | null;
+          tool: string | null;
+          truncated: boolean | null;
+        };
+        Relationships: [];
+      };
       watchdog_alerts: {
         Row: {
           last_heard_at: string | null;

@@ -502,6 +502,16 @@ async function reportEverything(server: TestServer, sql: postgres.Sql, tenant: P
   });
   await vm.ok("/metrics/tasks", { assigned: 3, completed: 2, failed: 1, drifted: 0 });
   await vm.ok("/metrics/productivity", { agent: "builder", commits: 4 });
+  await vm.ok("/sessions/steps", {
+    steps: [{
+      session_id: `s-${tenant.projectId}`,
+      seq: 0,
+      agent: "builder",
+      at: hourAgo,
+      kind: "text",
+      summary: "Building",
+    }],
+  });
   await vm.ok("/metrics/cli-sessions", {
     sessions: [{
       session_id: `s-${tenant.projectId}`,

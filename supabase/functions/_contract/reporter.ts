@@ -6,6 +6,7 @@
  * client and the OpenAPI document read this list.
  */
 import { z } from "zod";
+import { findUnstorableText } from "./json_shape.ts";
 import {
   accepted,
   agentName,
@@ -368,6 +369,164 @@ export const manifest = route({
   spooled: false,
 });
 
+// --- /sessions/steps (contract §17) ------------------------------------------------------------
+
+/** What a step of a session is (contract §17), as the CLI's stream-json tells of it. */
+export const SESSION_STEP_KINDS = [
+  "text",
+  "tool_use",
+  "tool_result",
+  "approval",
+  "result",
+] as const;
+/** Steps in one batch: 200 steps with a whole detail each are about 0.9 MB, under 1 MiB. */
+export const SESSION_STEPS_PER_BATCH = 200;
+/** A step's detail is kept to 4 KiB of UTF-8 (contract §17); a longer one is cut to it. */
+export const SESSION_STEP_DETAIL_MAX_BYTES = 4096;
+/** A step's summary is one line of at most this many characters. */
+export const SESSION_STEP_SUMMARY_MAX = 500;
+
+const UNSTORABLE = "must not contain NUL characters or invalid Unicode";
+const storable = (value: string) => findUnstorableText(value) === undefined;
+
+/** `text` as its first line that is not blank, trimmed, cut to `max` characters. */
+function firstLine(text: string, max: number): string {
+  const line = text.split(/\r\n|\r|\n/).find((l) => l.trim() !== "") ?? "";
+  return Array.from(line.trim()).slice(0, max).join("");
+}
+
+/** `text` cut to at most `maxBytes` bytes of UTF-8, never inside a character. */
+function cutToBytes(text: string, maxBytes: number): { text: string; cut: boolean } {
+  const encoder = new TextEncoder();
+  if (encoder.encode(text).byteLength <= maxBytes) return { text, cut: false };
+  let bytes = 0;
+  let end = 0;
+  for (const char of text) {
+    const size = encoder.encode(char).byteLength;
+    if (bytes + size > maxBytes) break;
+    bytes += size;
+    end += char.length;
+  }
+  return { text: text.slice(0, end), cut: true };
+}
+
+const sessionStep = z.object({
+  session_id: text(200).refine(storable, { error: UNSTORABLE })
+    .describe("The CLI's session id"),
+  seq: count.describe("The step's place in its session: with session_id, the step's key"),
+  agent: agentName.refine(storable, { error: UNSTORABLE }),
+  at: timestamp.describe("When the step happened (one dated after its arrival is stored then)"),
+  kind: z.enum(SESSION_STEP_KINDS, {
+    error: `must be ${SESSION_STEP_KINDS.slice(0, -1).join(", ")} or ${SESSION_STEP_KINDS.at(-1)}`,
+  }),
+  tool: text(200).refine(storable, { error: UNSTORABLE }).nullish()
+    .describe("The tool's name (Bash, Edit, ...) of a tool_use or tool_result"),
+  summary: z.string({ error: "must be a string" })
+    .refine((s) => s.trim() !== "", { error: "must not be empty" })
+    .refine(storable, { error: UNSTORABLE })
+    .transform((s) => firstLine(s, SESSION_STEP_SUMMARY_MAX))
+    .describe(
+      "One line: the command, the file, the first line of the text (stored as its first line " +
+        `that is not blank, cut to ${SESSION_STEP_SUMMARY_MAX} characters)`,
+    ),
+  detail: z.string({ error: "must be a string" }).refine(storable, { error: UNSTORABLE })
+    .nullish()
+    .describe(
+      `More of the step, secrets scrubbed: at most ${SESSION_STEP_DETAIL_MAX_BYTES} bytes of ` +
+        "UTF-8 are kept (a longer one is cut, and truncated set)",
+    ),
+  truncated: z.boolean({ error: "must be true or false" }).nullish()
+    .describe("The sender already cut the detail"),
+}, { error: "must be a JSON object" }).transform(({ detail, truncated, ...step }) => {
+  const cut = detail == null ? null : cutToBytes(detail, SESSION_STEP_DETAIL_MAX_BYTES);
+  return { ...step, detail: cut?.text ?? null, truncated: (truncated ?? false) || !!cut?.cut };
+});
+
+/** A step its schema refused, set aside by `catch` with why, so the batch's others go on. */
+const REFUSED = Symbol("refused step");
+interface RefusedStep {
+  [REFUSED]: { issues: z.core.$ZodIssue[]; input: unknown };
+}
+const isRefused = (step: object): step is RefusedStep => REFUSED in step;
+
+/** A refused step in the answer: the 400 it would have been alone. */
+const stepRefusal = z.object({
+  index: z.int().min(0).describe("The step's place in `steps`, from 0"),
+  status: z.literal(400),
+  code: z.literal("invalid_request"),
+  error: z.string().describe("What is wrong with it: `steps.<index>.<field>: <rule>`, as a 400"),
+});
+
+/** `steps.<index>.<field>: <rule>`, as parseOrThrow words a 400 (a field left out "is required"). */
+function refusalOf({ issues, input }: RefusedStep[typeof REFUSED], index: number): string {
+  const problems = issues.map((issue) => {
+    const path = ["steps", index, ...issue.path].map(String).join(".");
+    const field = issue.path.length === 1 ? issue.path[0]! : undefined;
+    const missing = field !== undefined && typeof input === "object" && input !== null &&
+      !(field in input);
+    return `${path}: ${missing ? "is required" : issue.message}`;
+  });
+  // A field failing two checks with one message (a timestamp's) is named once.
+  return [...new Set(problems)].join("; ");
+}
+
+export const sessionSteps = route({
+  path: "/sessions/steps",
+  summary: "A batch of live sessions' steps (contract §17), stored once per session_id and seq. " +
+    "A step of the wrong shape is refused on its own (`rejected`) and the others are stored; a " +
+    "batch without one valid step is a 400.",
+  request: z.object({
+    steps: z.array(
+      // A step's input as the schema says; one it cannot parse is set aside, not the batch's 400.
+      sessionStep.catch((ctx) => {
+        const refused: RefusedStep = { [REFUSED]: { issues: ctx.error.issues, input: ctx.input } };
+        return refused as unknown as z.output<typeof sessionStep>;
+      }),
+      { error: "must be an array" },
+    )
+      .min(1, { error: "must hold at least 1 step" })
+      .max(SESSION_STEPS_PER_BATCH, {
+        error: `must hold at most ${SESSION_STEPS_PER_BATCH} steps`,
+      }),
+  }).transform(({ steps }, ctx) => {
+    const valid: z.output<typeof sessionStep>[] = [];
+    const refused: [number, RefusedStep[typeof REFUSED]][] = [];
+    steps.forEach((step, index) => {
+      if (isRefused(step)) refused.push([index, step[REFUSED]]);
+      else valid.push(step);
+    });
+    if (valid.length === 0) {
+      // Nothing to store: the batch is a 400 naming every step's fault, as other routes' are.
+      for (const [index, { issues, input }] of refused) {
+        for (const issue of issues) {
+          ctx.issues.push({
+            code: "custom",
+            message: issue.message,
+            path: ["steps", index, ...issue.path],
+            input,
+          });
+        }
+      }
+      return z.NEVER;
+    }
+    const rejected = refused.map(([index, why]): z.output<typeof stepRefusal> => ({
+      index,
+      status: 400,
+      code: "invalid_request",
+      error: refusalOf(why, index),
+    }));
+    return { steps: valid, rejected };
+  }),
+  response: z.object({
+    accepted: z.int().min(0).describe("How many steps were taken (repeated ones included)"),
+    rejected: z.array(stepRefusal).describe(
+      "The steps refused for their shape, each with the 400 it would have been alone; the " +
+        "batch's other steps are stored",
+    ),
+  }),
+  spooled: true,
+});
+
 /** Every route, in the order the contract lists them (and the OpenAPI document shows them). */
 export const REPORTER_ROUTES = [
   health,
@@ -382,6 +541,7 @@ export const REPORTER_ROUTES = [
   approvals,
   approvalsAck,
   manifest,
+  sessionSteps,
 ] as const;
 
 /** Path → route, for the routes the VM agent's socket takes from the team. */
@@ -404,6 +564,8 @@ export type CommandPoll = RequestOf<typeof commandsPoll>;
 export type CommandStatusReport = RequestOf<typeof commandsStatus>;
 export type ApprovalRequest = RequestOf<typeof approvals>;
 export type ApprovalAck = RequestOf<typeof approvalsAck>;
+export type SessionStep = RequestOf<typeof sessionSteps>["steps"][number];
+export type SessionStepKind = (typeof SESSION_STEP_KINDS)[number];
 
 export type BootstrapAnswer = ResponseOf<typeof bootstrap>;
 export type HealthAnswer = ResponseOf<typeof health>;
@@ -415,3 +577,4 @@ export type CommandStatusAnswer = ResponseOf<typeof commandsStatus>;
 export type ApprovalAnswer = ResponseOf<typeof approvals>;
 export type ApprovalAckAnswer = ResponseOf<typeof approvalsAck>;
 export type Manifest = ResponseOf<typeof manifest>;
+export type SessionStepsAnswer = ResponseOf<typeof sessionSteps>;

@@ -345,6 +345,11 @@ export const ENV = {
       doc: "Days of the event log kept: whole daily partitions are dropped after (and finished " +
         "webhook deliveries that old).",
     },
+    SESSION_STEP_RETENTION_DAYS: {
+      schema: positiveInt(14),
+      doc: "Days of live sessions' steps kept (contract §17): whole daily partitions are " +
+        "dropped after.",
+    },
   }),
   ...inGroup("Local stack", {
     PORT: {
@@ -607,6 +612,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     ...ifSet<"sealingKey", Uint8Array>("sealingKey", webhookSecretKey),
     logLevel: e.LOG_LEVEL,
     eventRetentionDays: e.EVENT_RETENTION_DAYS,
+    sessionStepRetentionDays: e.SESSION_STEP_RETENTION_DAYS,
     notifications: {
       // Absent when hosted without SMTP_URL (no email is sent); `deno task start` sets the
       // local mail catcher's.

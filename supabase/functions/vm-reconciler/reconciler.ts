@@ -38,6 +38,8 @@ export interface ReconcileReport {
   /** Approvals expired (and the VM told) and commands ended for want of delivery. */
   reporter: { approvals_expired: number; commands_ended: number };
   partitions: { partitions_created: number; partitions_dropped: number };
+  /** Live sessions' steps (contract §17): daily partitions prepared and dropped. */
+  session_steps: { partitions_created: number; partitions_dropped: number };
   /** Projects whose agents fell silent (agents.silent, once per episode). */
   silent: number;
   events: { partitions_created: number; partitions_dropped: number; deliveries_dropped: number };
@@ -150,6 +152,8 @@ export async function reconcileOnce(
     select private.maintain_telemetry_partitions(
       ${config.retentionDays.requestLog}, ${config.retentionDays.healthSnapshots}
     ) as partitions`;
+  const [{ session_steps }] = await sql<[{ session_steps: ReconcileReport["session_steps"] }]>`
+    select private.maintain_session_steps(${config.sessionStepRetentionDays}) as session_steps`;
 
   const [{ silent }] = await sql<[{ silent: number }]>`
     select private.record_silent_projects() as silent`;
@@ -168,6 +172,7 @@ export async function reconcileOnce(
     stuck,
     reporter,
     partitions,
+    session_steps,
     silent,
     events,
     webhooks,

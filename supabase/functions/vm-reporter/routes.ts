@@ -14,6 +14,7 @@ import { health } from "./routes/health.ts";
 import { manifest } from "./routes/manifest.ts";
 import { messages } from "./routes/messages.ts";
 import { productivityMetrics } from "./routes/productivity_metrics.ts";
+import { sessionSteps } from "./routes/session_steps.ts";
 import { taskMetrics } from "./routes/task_metrics.ts";
 
 /** Every route, in the contract's order. */
@@ -30,6 +31,7 @@ export const routeList: readonly Route[] = [
   approvals,
   approvalsAck,
   manifest,
+  sessionSteps,
 ];
 
 /** Path below /vm-reporter → its route. */

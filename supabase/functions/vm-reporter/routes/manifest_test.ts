@@ -25,7 +25,6 @@ const ENV = { VM_REPORTER_RATE_LIMIT: "100000", VM_API_RATE_LIMIT: "100000" };
 const TOKEN_VALUE = "ghp_manifestSecretValue_9876543210";
 const API_KEY_VALUE = "sk-ant-manifest-ünïcödé-value";
 
-
 const requestLog = (sql: postgres.Sql, projectId: string) =>
   sql<{ route: string; status_code: number; error_message: string | null; row: string }[]>`
     select route, status_code, error_message, l::text as row
