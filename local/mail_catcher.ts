@@ -20,9 +20,10 @@ export interface MailCatcher {
   /** What the functions send to: SMTP_URL. */
   smtpUrl: string;
   /**
-   * The web page that lists what arrived. MailDev answers `/` with its page only when the request
-   * accepts HTML (a browser's, not curl's): `/index.html` opens for every client. Its API is
-   * beside it (`new URL("api/email", webUrl)`).
+   * The web page that lists what arrived, `/`: what a browser opens. MailDev answers `/` with its
+   * page when the request accepts HTML (a browser's does) and with `{"error":"Not found"}`
+   * otherwise (to curl, say); `/index.html` serves the page without the `<base>` it needs, and
+   * stays on "Loading...". Its API is beside it (`new URL("api/email", webUrl)`).
    */
   webUrl: string;
   stop(): Promise<void>;
@@ -95,7 +96,7 @@ export async function startMailCatcher(
     return s;
   });
 
-  const webUrl = `http://127.0.0.1:${web}/index.html`;
+  const webUrl = `http://127.0.0.1:${web}/`;
   const stop = async () => {
     try {
       child.kill("SIGTERM");
