@@ -1,16 +1,20 @@
 /**
- * What the model stand-in (server.ts) answers, as a pure function of one Messages API
- * request: a small deterministic team, so the local stack's Claude Code sessions do real work
- * (files, commands, conflicts, handoffs) without a model service. It keeps no state: each request
- * carries the whole conversation, so the plan is derived again from the prompt and replayed over
- * the tool results so far, and the next step is the first one without a result.
+ * What the model stand-in (server.ts) answers, as a pure function of one Messages API request
+ * (and of how many requests its session made before): a small deterministic team, so the local
+ * stack's Claude Code sessions do real work (files, commands, conflicts, handoffs) without a
+ * model service. The plan keeps no state: each request carries the whole conversation, so the plan
+ * is derived again from the prompt and replayed over the tool results so far, and the next step is
+ * the first one without a result.
  *
  * It reads the lines the team runner writes (agent/team/prompts.ts): the persona header in the
  * system prompt (`# You are <name>, an agent of this project's team`, `You are the lead of the
  * team.`, `Your teammates: a, b, c.`) and the prompt (`Task <id> from <who>:` and the task, or a
- * conflict with `Resolve the rebase conflict in these files:` and `- <path>` lines). The rules are
+ * conflict with `Resolve the rebase conflict in these files:` and `- <path>` lines). Markers in
+ * the prompt (`[model:overloaded=2]`, `[model:parallel]`, ...) make it behave as the real service
+ * does at its edges: errors, several tool calls at once, cache usage, slow streams. The rules are
  * in docs/development.md ("The model stand-in").
  */
+import { KNOWN_MODELS } from "../../agent/team/models.ts";
 
 /** One step the model takes: a tool call, or the final (or only) text. */
 export type Move =
@@ -40,20 +44,251 @@ export interface ToolOutcome {
   text: string;
 }
 
+/** An error as Anthropic's API answers it; the transport adds `request_id` and `request-id`. */
+export interface Failure {
+  status: number;
+  type: string;
+  message: string;
+  /** Response headers besides `request-id`. */
+  headers: Record<string, string>;
+  /** `error.details`, which the API adds to some errors (the spend limit's `error_code`). */
+  details?: { error_code: string };
+}
+
+export interface Usage {
+  input_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+  /** What was written to the cache by lifetime; the CLI's `cache_control` asks for 5 minutes. */
+  cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
+  output_tokens: number;
+}
+
+/** What one request is answered with. */
+export type Answer =
+  | { kind: "failure"; failure: Failure }
+  | {
+    kind: "message";
+    /** The content blocks: one tool call, several, or the text. */
+    moves: Move[];
+    usage: Usage;
+    /** How long the answer takes, in milliseconds (0: at once); a stream spreads its pieces. */
+    slowMs: number;
+    /** A streamed answer breaks off with this `error` event after its first piece of content. */
+    breaksOff?: Failure;
+  };
+
+/** What the transport remembers of a request's session (server.ts keeps it in memory). */
+export interface SessionSoFar {
+  /** How many Messages requests of the same session came before this one. */
+  earlierRequests: number;
+  now: Date;
+}
+
+/** The failures a marker can select, each answered as Anthropic's API answers it. */
+const FAILURES = ["spend-limit", "rate-limited", "overloaded", "stream-error"] as const;
+export type FailureKind = typeof FAILURES[number];
+
+/** The stand-in's behaviour as the prompt's markers select it (none: a plain, fast team). */
+export interface Markers {
+  /**
+   * In prompt order: each fails the next `count` requests of the session (after the ones the
+   * failures before it took), or every later one when `count` is undefined.
+   */
+  failures: { kind: FailureKind; count: number | undefined }[];
+  /** Every call that needs no other's result is asked in the same answer. */
+  parallel: boolean;
+  /** Usage reports the conversation so far as read from the prompt cache, the last turn as written. */
+  cache: boolean;
+  /** How long each answer takes, in milliseconds. */
+  slowMs: number;
+}
+
 /** The file every agent writes to when a task names no file and no command. */
 export const NOTES_FILE = "NOTES.md";
+/** Seconds a rate-limited request is told to wait (`retry-after`): short, so tests stay quick. */
+export const RETRY_AFTER_SECONDS = 1;
+/** The limits a rate-limited answer reports: Anthropic's first usage tier. */
+const RATE_LIMITS = { requests: 50, inputTokens: 30_000, outputTokens: 8_000 };
 const NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 const NO_SUCH_FILE = /does not exist/i;
+const MARKER = /\[model:([a-z-]+)(?:=(\d+))?\]/g;
 
-/** The next move for this conversation. */
-export function planNextMove(request: PlanRequest): Move {
+/** The answer to one Messages request, given how many requests its session made before. */
+export function planAnswer(request: PlanRequest, session: SessionSoFar): Answer {
   const turn = currentTurn(request.messages);
-  const prompt = parsePrompt(turn.prompt);
-  if (!request.tools?.length) return { type: "text", text: sideAnswer(prompt) };
+  const { markers, text } = readMarkers(turn.prompt);
+  const failing = failureAt(markers.failures, session.earlierRequests);
+  if (failing && failing !== "stream-error") {
+    return { kind: "failure", failure: failure(failing, session.now) };
+  }
+  const moves = nextMoves(request, text, turn.results, markers.parallel);
+  return {
+    kind: "message",
+    moves,
+    usage: usage(request, moves, markers.cache),
+    slowMs: markers.slowMs,
+    ...(failing ? { breaksOff: failure(failing, session.now) } : {}),
+  };
+}
+
+/** The next answer's moves: one tool call, every independent one with `parallel`, or the text. */
+function nextMoves(
+  request: PlanRequest,
+  promptText: string,
+  results: ToolOutcome[],
+  parallel: boolean,
+): Move[] {
+  const prompt = parsePrompt(promptText);
+  if (!request.tools?.length) return [{ type: "text", text: sideAnswer(prompt) }];
   const tools = new Set(request.tools.map((t) => String(t.name)));
   const persona = parsePersona(systemText(request.system));
   const cwd = workingDirectory(request);
-  return replay(steps(prompt, persona), turn.results, tools, cwd);
+  return replay(steps(prompt, persona), results, tools, cwd, parallel);
+}
+
+/**
+ * The 404 Anthropic answers for a model it does not serve. The list is the team's catalogue
+ * (agent/team/models.ts), which holds the default and fallback models.
+ */
+export function unknownModel(model: string): Failure | undefined {
+  if (KNOWN_MODELS.includes(model)) return undefined;
+  return { status: 404, type: "not_found_error", message: `model: ${model}`, headers: {} };
+}
+
+/**
+ * The markers in a prompt and the prompt without them: `[model:<name>]` or `[model:<name>=<n>]`
+ * anywhere; a line that held only markers is dropped. A token that is no marker stays text.
+ */
+export function readMarkers(prompt: string): { markers: Markers; text: string } {
+  const markers: Markers = { failures: [], parallel: false, cache: false, slowMs: 0 };
+  const read = (name: string, value: string | undefined): boolean => {
+    const kind = FAILURES.find((f) => f === name);
+    if (kind) markers.failures.push({ kind, count: value ? Number(value) : undefined });
+    else if (name === "parallel" && value === undefined) markers.parallel = true;
+    else if (name === "cache" && value === undefined) markers.cache = true;
+    else if (name === "slow" && value !== undefined) markers.slowMs = Number(value);
+    else return false;
+    return true;
+  };
+  const lines = prompt.split("\n").flatMap((line) => {
+    let found = false;
+    const rest = line.replace(MARKER, (token, name: string, value: string | undefined) => {
+      if (!read(name, value)) return token;
+      found = true;
+      return " ";
+    });
+    if (!found) return [line];
+    const tidy = rest.replace(/[ \t]+/g, " ").trim();
+    return tidy ? [tidy] : [];
+  });
+  return { markers, text: lines.join("\n") };
+}
+
+/** The failure the request after `earlier` others of its session meets, if any. */
+function failureAt(failures: Markers["failures"], earlier: number): FailureKind | undefined {
+  let taken = 0;
+  for (const { kind, count } of failures) {
+    if (count === undefined || earlier < taken + count) return kind;
+    taken += count;
+  }
+  return undefined;
+}
+
+/** Each failure as Anthropic's API sends it (its docs' "Errors" and "Rate limits" pages). */
+function failure(kind: FailureKind, now: Date): Failure {
+  switch (kind) {
+    case "overloaded":
+    case "stream-error":
+      return { status: 529, type: "overloaded_error", message: "Overloaded", headers: {} };
+    case "rate-limited": {
+      const at = rfc3339(now);
+      const reset = rfc3339(new Date(now.getTime() + RETRY_AFTER_SECONDS * 1000));
+      const { requests, inputTokens, outputTokens } = RATE_LIMITS;
+      const combined = inputTokens + outputTokens;
+      return {
+        status: 429,
+        type: "rate_limit_error",
+        message: "Number of requests has exceeded your per-minute rate limit " +
+          "(https://docs.claude.com/en/api/rate-limits); see the response headers for current " +
+          "usage. Please try again later.",
+        headers: {
+          "retry-after": String(RETRY_AFTER_SECONDS),
+          "anthropic-ratelimit-requests-limit": String(requests),
+          "anthropic-ratelimit-requests-remaining": "0",
+          "anthropic-ratelimit-requests-reset": reset,
+          "anthropic-ratelimit-tokens-limit": String(combined),
+          "anthropic-ratelimit-tokens-remaining": String(combined),
+          "anthropic-ratelimit-tokens-reset": at,
+          "anthropic-ratelimit-input-tokens-limit": String(inputTokens),
+          "anthropic-ratelimit-input-tokens-remaining": String(inputTokens),
+          "anthropic-ratelimit-input-tokens-reset": at,
+          "anthropic-ratelimit-output-tokens-limit": String(outputTokens),
+          "anthropic-ratelimit-output-tokens-remaining": String(outputTokens),
+          "anthropic-ratelimit-output-tokens-reset": at,
+        },
+      };
+    }
+    case "spend-limit": {
+      const month = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+      // Anthropic documents no body for it; this is what the pinned CLI (2.1.332) reads as an
+      // account limit: `error.details.error_code` and `x-should-retry: false` (so it does not
+      // retry), where an ordinary 429 has neither.
+      return {
+        status: 429,
+        type: "rate_limit_error",
+        message: "You have reached your specified API usage limits. You will regain access on " +
+          `${month.toISOString().slice(0, 10)} at 00:00 UTC.`,
+        headers: { "x-should-retry": "false" },
+        details: { error_code: "enforced_spend_limit_reached" },
+      };
+    }
+  }
+}
+
+/** About four characters a token, at least one. */
+function tokens(text: string): number {
+  return Math.max(1, Math.ceil(text.length / 4));
+}
+
+/** The request's size in tokens: its system prompt, messages and tools. */
+export function inputTokens(request: PlanRequest): number {
+  return tokens(JSON.stringify([request.system ?? null, request.messages, request.tools ?? []]));
+}
+
+/**
+ * Usage counted from sizes. With the cache, the request is split as a prompt cached at its last
+ * message: what came before is read from the cache, the last message is written to it, and the
+ * input is what the rounding leaves (at least one token).
+ */
+function usage(request: PlanRequest, moves: Move[], cache: boolean): Usage {
+  const output = moves.reduce(
+    (sum, move) =>
+      sum + tokens(move.type === "text" ? move.text : move.name + JSON.stringify(move.input)),
+    0,
+  );
+  const input = inputTokens(request);
+  if (!cache) {
+    return {
+      input_tokens: input,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      output_tokens: output,
+    };
+  }
+  const read = inputTokens({ ...request, messages: request.messages.slice(0, -1) });
+  const written = tokens(JSON.stringify(request.messages.at(-1) ?? null));
+  return {
+    input_tokens: Math.max(1, input - read - written),
+    cache_creation_input_tokens: written,
+    cache_read_input_tokens: read,
+    cache_creation: { ephemeral_5m_input_tokens: written, ephemeral_1h_input_tokens: 0 },
+    output_tokens: output,
+  };
+}
+
+function rfc3339(at: Date): string {
+  return at.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 /** The persona lines, wherever they are in the system prompt; a name-less prompt is `agent`. */
@@ -199,53 +434,87 @@ function steps(prompt: Prompt, persona: Persona): Plan {
   };
 }
 
-/** Walks the steps over the results so far: the first call without a result, or the answer. */
-function replay(plan: Plan, results: ToolOutcome[], tools: Set<string>, cwd: string): Move {
-  const done: Done = { changed: [], ran: [], failures: [] };
-  let next = 0;
-  const call = (name: string, input: Record<string, unknown>): Move | ToolOutcome => {
-    if (next < results.length) return results[next++]!;
-    return { type: "tool_use", name, input };
-  };
-  const isMove = (x: Move | ToolOutcome): x is Move => "type" in x;
+type Call = Extract<Move, { type: "tool_use" }>;
+/** What one step came to: a file changed, a command run, or why neither. */
+type Effect = { changed: string } | { ran: string } | { failure: string };
 
-  for (const step of plan.steps) {
-    if (step.kind === "run") {
-      if (!tools.has("Bash")) {
-        done.failures.push(`Could not run ${step.command}: the Bash tool is not available.`);
-        continue;
-      }
-      const result = call("Bash", { command: step.command, description: step.description });
-      if (isMove(result)) return result;
-      if (result.isError) done.failures.push(`Could not run ${step.command}: ${reason(result)}.`);
-      else done.ran.push(step.command);
-      continue;
+/** One step as the calls it makes, each resumed with its result, then what it came to. */
+function* perform(
+  step: Step,
+  tools: Set<string>,
+  cwd: string,
+): Generator<Call, Effect, ToolOutcome> {
+  if (step.kind === "run") {
+    if (!tools.has("Bash")) {
+      return { failure: `Could not run ${step.command}: the Bash tool is not available.` };
     }
-    if (!tools.has("Read") || !tools.has("Write")) {
-      done.failures.push(`Could not change ${step.path}: the Read and Write tools are needed.`);
-      continue;
+    const input = { command: step.command, description: step.description };
+    const result = yield { type: "tool_use", name: "Bash", input };
+    if (result.isError) return { failure: `Could not run ${step.command}: ${reason(result)}.` };
+    return { ran: step.command };
+  }
+  if (!tools.has("Read") || !tools.has("Write")) {
+    return { failure: `Could not change ${step.path}: the Read and Write tools are needed.` };
+  }
+  const filePath = absolute(cwd, step.path);
+  const read = yield { type: "tool_use", name: "Read", input: { file_path: filePath } };
+  let content: string | undefined;
+  if (!read.isError) content = fileContentFromRead(read.text);
+  else if (NO_SUCH_FILE.test(read.text)) content = "";
+  if (content === undefined) {
+    const why = read.isError ? reason(read) : "its content could not be read back";
+    return { failure: `Could not change ${step.path}: ${why}.` };
+  }
+  const written = yield {
+    type: "tool_use",
+    name: "Write",
+    input: { file_path: filePath, content: appendLines(content, step.lines) },
+  };
+  if (written.isError) return { failure: `Could not change ${step.path}: ${reason(written)}.` };
+  return { changed: step.path };
+}
+
+/**
+ * Walks the steps over the results so far, in rounds: one call a round, or with `together` the
+ * next call of every unfinished step (the calls that need no other's result). The results come
+ * in the order the calls were asked, so the first round without results is the next answer;
+ * when every step is finished, the answer is the text.
+ */
+function replay(
+  plan: Plan,
+  results: ToolOutcome[],
+  tools: Set<string>,
+  cwd: string,
+  together: boolean,
+): Move[] {
+  const runs = plan.steps.map((step) => perform(step, tools, cwd));
+  const effects: Effect[] = [];
+  const waiting = new Map<number, Call>();
+  const settle = (index: number, next: IteratorResult<Call, Effect>) => {
+    if (next.done) {
+      waiting.delete(index);
+      effects[index] = next.value;
+    } else waiting.set(index, next.value);
+  };
+  runs.forEach((started, index) => settle(index, started.next()));
+  let answered = 0;
+  while (waiting.size) {
+    const round = [...waiting].sort(([a], [b]) => a - b).slice(0, together ? undefined : 1);
+    const unanswered: Call[] = [];
+    for (const [index, call] of round) {
+      if (answered < results.length) settle(index, runs[index]!.next(results[answered++]!));
+      else unanswered.push(call);
     }
-    const filePath = absolute(cwd, step.path);
-    const read = call("Read", { file_path: filePath });
-    if (isMove(read)) return read;
-    let content: string | undefined;
-    if (!read.isError) content = fileContentFromRead(read.text);
-    else if (NO_SUCH_FILE.test(read.text)) content = "";
-    if (content === undefined) {
-      const why = read.isError ? reason(read) : "its content could not be read back";
-      done.failures.push(`Could not change ${step.path}: ${why}.`);
-      continue;
-    }
-    const written = call("Write", {
-      file_path: filePath,
-      content: appendLines(content, step.lines),
-    });
-    if (isMove(written)) return written;
-    if (written.isError) done.failures.push(`Could not change ${step.path}: ${reason(written)}.`);
-    else done.changed.push(step.path);
+    if (unanswered.length) return unanswered;
+  }
+  const done: Done = { changed: [], ran: [], failures: [] };
+  for (const effect of effects) {
+    if ("changed" in effect) done.changed.push(effect.changed);
+    else if ("ran" in effect) done.ran.push(effect.ran);
+    else done.failures.push(effect.failure);
   }
   const text = [plan.summary(done), ...done.failures, ...plan.closing].join("\n");
-  return { type: "text", text };
+  return [{ type: "text", text }];
 }
 
 function appendLines(content: string, lines: string[]): string {

@@ -1,16 +1,27 @@
 /**
  * The local stack's model: an HTTP server speaking the Anthropic Messages API as Claude Code uses
  * it, so the real CLI runs real sessions (files, commands, hooks, costs) with no model service.
- * This is the transport; what it answers is plan.ts, a pure function of the
- * request. Usage is counted from the sizes of what goes in and out (about four characters a
+ * This is the transport; what it answers is plan.ts, a pure function of the request and of how
+ * many requests the same session made before, which is all the server remembers (per session id,
+ * in memory). Usage is counted from the sizes of what goes in and out (about four characters a
  * token), so the CLI's `total_cost_usd` grows with real prompts and files.
  *
  * - `POST /v1/messages`: streamed (SSE, with `ping`) when `stream` is true, else one JSON message;
  * - `POST /v1/messages/count_tokens`; `HEAD|GET /api/hello` (the CLI's reachability check);
- * - anything else 404, no key (`x-api-key` or `Authorization: Bearer`) 401, a bad body 400, all
- *   in Anthropic's error shape.
+ * - anything else 404, no key (`x-api-key` or `Authorization: Bearer`) 401, a bad body 400, a model
+ *   it does not know 404, and what the prompt's markers ask for, all in Anthropic's error shape
+ *   with a `request-id`.
  */
-import { type Move, planNextMove, type PlanRequest } from "./plan.ts";
+import {
+  type Answer,
+  type Failure,
+  inputTokens,
+  type Move,
+  planAnswer,
+  type PlanRequest,
+  unknownModel,
+  type Usage,
+} from "./plan.ts";
 
 export interface ModelStandIn {
   /** Where the CLI sends its requests: `ANTHROPIC_BASE_URL`. */
@@ -27,9 +38,16 @@ export interface ModelStandInOptions {
   signal?: AbortSignal;
 }
 
+/** Each session's Messages requests so far, by session id (see `sessionOf`). */
+export type SessionCounts = Map<string, number>;
+
+/** A streamed answer with `[model:slow=<ms>]` sends a text piece about this often. */
+const PIECE_MS = 250;
+
 export async function startModelStandIn(options: ModelStandInOptions = {}): Promise<ModelStandIn> {
   const hostname = options.hostname ?? "127.0.0.1";
   let answered = 0;
+  const sessions: SessionCounts = new Map();
   const listening = Promise.withResolvers<Deno.NetAddr>();
   const server = Deno.serve({
     hostname,
@@ -38,7 +56,7 @@ export async function startModelStandIn(options: ModelStandInOptions = {}): Prom
     onListen: (addr) => listening.resolve(addr as Deno.NetAddr),
   }, async (request) => {
     try {
-      return await answer(request);
+      return await answer(request, sessions);
     } finally {
       answered++;
     }
@@ -54,7 +72,7 @@ export async function startModelStandIn(options: ModelStandInOptions = {}): Prom
 }
 
 /** One request, answered: the whole handler, usable in process without a socket. */
-export async function answer(request: Request): Promise<Response> {
+export async function answer(request: Request, sessions: SessionCounts): Promise<Response> {
   const { pathname } = new URL(request.url);
   if (pathname === "/api/hello" && (request.method === "HEAD" || request.method === "GET")) {
     return new Response(request.method === "HEAD" ? null : "{}", {
@@ -70,32 +88,35 @@ export async function answer(request: Request): Promise<Response> {
   }
   const body = await parseBody(request);
   if (typeof body === "string") return error(400, "invalid_request_error", body);
-  const inputTokens = tokens(
-    JSON.stringify([body.system ?? null, body.messages, body.tools ?? []]),
-  );
-  if (pathname === "/v1/messages/count_tokens") return Response.json({ input_tokens: inputTokens });
+  const unknown = unknownModel(body.model);
+  if (unknown) return failed(unknown);
+  if (pathname === "/v1/messages/count_tokens") {
+    return Response.json({ input_tokens: inputTokens(body) });
+  }
 
-  const move = planNextMove(body);
+  const session = sessionOf(request.headers, body);
+  const earlierRequests = sessions.get(session) ?? 0;
+  sessions.set(session, earlierRequests + 1);
+  const planned = planAnswer(body, { earlierRequests, now: new Date() });
+  if (planned.kind === "failure") return failed(planned.failure);
   const message = {
     id: `msg_standin_${crypto.randomUUID().replaceAll("-", "")}`,
     type: "message",
     role: "assistant",
     model: body.model,
-    content: [block(move)],
-    stop_reason: move.type === "tool_use" ? "tool_use" : "end_turn",
+    content: planned.moves.map(block),
+    stop_reason: planned.moves.some((m) => m.type === "tool_use") ? "tool_use" : "end_turn",
     stop_sequence: null,
-    usage: {
-      input_tokens: inputTokens,
-      cache_creation_input_tokens: 0,
-      cache_read_input_tokens: 0,
-      output_tokens: tokens(
-        move.type === "text" ? move.text : move.name + JSON.stringify(move.input),
-      ),
-    },
+    usage: planned.usage,
   };
-  const headers = { "request-id": `req_standin_${crypto.randomUUID().replaceAll("-", "")}` };
-  if (body.stream !== true) return Response.json(message, { headers });
-  return new Response(sse(message), {
+  const headers = { "request-id": requestId() };
+  if (body.stream !== true) {
+    // Without a stream there is no event to break off with: the request fails as a whole.
+    if (planned.breaksOff) return failed(planned.breaksOff);
+    if (planned.slowMs) await new Promise((done) => setTimeout(done, planned.slowMs));
+    return Response.json(message, { headers });
+  }
+  return new Response(stream(events(message, planned), planned.slowMs), {
     headers: { ...headers, "content-type": "text/event-stream", "cache-control": "no-cache" },
   });
 }
@@ -103,6 +124,7 @@ export async function answer(request: Request): Promise<Response> {
 interface MessagesBody extends PlanRequest {
   model: string;
   stream?: unknown;
+  metadata?: { user_id?: unknown };
 }
 
 type ContentBlock =
@@ -135,69 +157,127 @@ async function parseBody(request: Request): Promise<MessagesBody | string> {
   return body as MessagesBody;
 }
 
+/**
+ * Which session a request belongs to: the CLI's `x-claude-code-session-id` header, else the
+ * `session_id` in `metadata.user_id` (a JSON string the CLI also sends), else that string as it is.
+ * Requests with neither share one count.
+ */
+function sessionOf(headers: Headers, body: MessagesBody): string {
+  const header = headers.get("x-claude-code-session-id");
+  if (header) return header;
+  const userId = body.metadata?.user_id;
+  if (typeof userId !== "string") return "";
+  try {
+    const { session_id } = JSON.parse(userId);
+    if (typeof session_id === "string" && session_id) return session_id;
+  } catch {
+    // Not JSON: older CLIs wrote `user_<hash>_account_<uuid>_session_<uuid>`, unique per session.
+  }
+  return userId;
+}
+
 function block(move: Move): ContentBlock {
   if (move.type === "text") return { type: "text", text: move.text };
   const id = `toolu_standin_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
   return { type: "tool_use", id, name: move.name, input: move.input };
 }
 
-/** The message as the API streams it: start, ping, the block in pieces, the delta, stop. */
-function sse(message: { content: ContentBlock[]; stop_reason: string; usage: Usage }): string {
+interface StreamEvent {
+  event: string;
+  data: unknown;
+  /** A piece of content, over which a slow answer spreads its time. */
+  piece?: true;
+}
+
+/**
+ * The message as the API streams it: start, ping, each block in pieces, the delta with the whole
+ * usage, stop. A slow answer is cut in finer pieces; one that breaks off ends after its first
+ * piece with an `error` event, as Anthropic's streaming docs show it.
+ */
+function events(
+  message: { content: ContentBlock[]; stop_reason: string; usage: Usage },
+  planned: Extract<Answer, { kind: "message" }>,
+): StreamEvent[] {
   const { content, stop_reason, usage } = message;
-  const events: [string, unknown][] = [
-    ["message_start", {
-      type: "message_start",
-      message: {
-        ...message,
-        content: [],
-        stop_reason: null,
-        usage: { ...usage, output_tokens: 1 },
+  const list: StreamEvent[] = [
+    {
+      event: "message_start",
+      data: {
+        type: "message_start",
+        message: {
+          ...message,
+          content: [],
+          stop_reason: null,
+          usage: { ...usage, output_tokens: 1 },
+        },
       },
-    }],
-    ["ping", { type: "ping" }],
+    },
+    { event: "ping", data: { type: "ping" } },
   ];
-  content.forEach((item, index) => {
+  const count = planned.slowMs ? Math.max(2, Math.ceil(planned.slowMs / PIECE_MS)) : 2;
+  for (const [index, item] of content.entries()) {
     const start = item.type === "text" ? { type: "text", text: "" } : { ...item, input: {} };
-    events.push(["content_block_start", {
-      type: "content_block_start",
-      index,
-      content_block: start,
-    }]);
-    for (const piece of halves(item.type === "text" ? item.text : JSON.stringify(item.input))) {
+    list.push({
+      event: "content_block_start",
+      data: { type: "content_block_start", index, content_block: start },
+    });
+    const text = item.type === "text" ? item.text : JSON.stringify(item.input);
+    for (const piece of pieces(text, count)) {
       const delta = item.type === "text"
         ? { type: "text_delta", text: piece }
         : { type: "input_json_delta", partial_json: piece };
-      events.push(["content_block_delta", { type: "content_block_delta", index, delta }]);
+      list.push({
+        event: "content_block_delta",
+        data: { type: "content_block_delta", index, delta },
+        piece: true,
+      });
+      if (planned.breaksOff) {
+        return [...list, { event: "error", data: errorEvent(planned.breaksOff) }];
+      }
     }
-    events.push(["content_block_stop", { type: "content_block_stop", index }]);
-  });
-  events.push(
-    ["message_delta", {
-      type: "message_delta",
-      delta: { stop_reason, stop_sequence: null },
-      usage: { output_tokens: usage.output_tokens },
-    }],
-    ["message_stop", { type: "message_stop" }],
+    list.push({ event: "content_block_stop", data: { type: "content_block_stop", index } });
+  }
+  list.push(
+    {
+      event: "message_delta",
+      data: { type: "message_delta", delta: { stop_reason, stop_sequence: null }, usage },
+    },
+    { event: "message_stop", data: { type: "message_stop" } },
   );
-  return events.map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
-    .join("");
+  return list;
 }
 
-interface Usage {
-  input_tokens: number;
-  output_tokens: number;
+/** The events as SSE; a slow answer waits its time out evenly before each piece. */
+function stream(list: StreamEvent[], slowMs: number): string | ReadableStream<Uint8Array> {
+  const text = (e: StreamEvent) => `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
+  if (!slowMs) return list.map(text).join("");
+  const wait = slowMs / list.filter((e) => e.piece).length;
+  const encoder = new TextEncoder();
+  let next = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return new ReadableStream({
+    async pull(controller) {
+      const item = list[next++]!;
+      if (item.piece) await new Promise((done) => timer = setTimeout(done, wait));
+      controller.enqueue(encoder.encode(text(item)));
+      if (next === list.length) controller.close();
+    },
+    // The client went away (an interrupted turn): no timer outlives it.
+    cancel: () => clearTimeout(timer),
+  });
 }
 
-/** Two deltas, as a real stream splits its text (one when it is short). */
-function halves(text: string): string[] {
-  if (text.length < 2) return [text];
-  let mid = Math.ceil(text.length / 2);
-  if (/[\uD800-\uDBFF]/.test(text.charAt(mid - 1))) mid++;
-  return [text.slice(0, mid), text.slice(mid)];
-}
-
-function tokens(text: string): number {
-  return Math.max(1, Math.ceil(text.length / 4));
+/** `count` pieces of nearly equal length (fewer for a short text), never splitting a surrogate pair. */
+function pieces(text: string, count: number): string[] {
+  const out: string[] = [];
+  let start = 0;
+  for (let i = 1; i <= count; i++) {
+    let end = Math.ceil((text.length * i) / count);
+    if (/[\uD800-\uDBFF]/.test(text.charAt(end - 1))) end++;
+    if (end > start) out.push(text.slice(start, end));
+    start = Math.max(start, end);
+  }
+  return out.length ? out : [text];
 }
 
 function hasKey(headers: Headers): boolean {
@@ -205,6 +285,29 @@ function hasKey(headers: Headers): boolean {
     /^Bearer\s+\S/i.test(headers.get("authorization") ?? "");
 }
 
+function requestId(): string {
+  return `req_standin_${crypto.randomUUID().replaceAll("-", "")}`;
+}
+
 function error(status: number, type: string, message: string): Response {
-  return Response.json({ type: "error", error: { type, message } }, { status });
+  return failed({ status, type, message, headers: {} });
+}
+
+/** An error as Anthropic's API documents it: the body with `request_id`, the same `request-id`. */
+function failed(failure: Failure): Response {
+  const id = requestId();
+  const detail = {
+    type: failure.type,
+    message: failure.message,
+    ...(failure.details ? { details: failure.details } : {}),
+  };
+  return Response.json({ type: "error", error: detail, request_id: id }, {
+    status: failure.status,
+    headers: { ...failure.headers, "request-id": id },
+  });
+}
+
+/** The streamed `error` event's data: Anthropic's streaming docs show it without `request_id`. */
+function errorEvent(failure: Failure): unknown {
+  return { type: "error", error: { type: failure.type, message: failure.message } };
 }

@@ -2,19 +2,26 @@
  * The model stand-in's deterministic team, without the CLI: conversations are played against an
  * in-memory workspace that answers Read, Write and Bash the way Claude Code 2.1.332 does (Read's
  * `<n>\t<line>` numbering, "File does not exist.", a hook's refusal, the `<system-reminder>`
- * the CLI appends to every tool result).
+ * the CLI appends to every tool result). Then the markers: failures counted over a session's
+ * requests, several tool calls in one answer, cache usage, slow answers, and unknown models.
  */
 import assert from "node:assert/strict";
+import { DEFAULT_AGENT_MODEL, DEFAULT_FALLBACK_MODEL } from "../../agent/team/team_settings.ts";
 import {
+  type Answer,
   conflictCommand,
   fileContentFromRead,
   type Move,
   parsePersona,
   parsePrompt,
-  planNextMove,
+  planAnswer,
+  type PlanRequest,
+  readMarkers,
   relativeFilePath,
+  RETRY_AFTER_SECONDS,
   shellQuote,
   taskWork,
+  unknownModel,
 } from "../../local/model_standin/plan.ts";
 
 const CWD = "/work/repo";
@@ -43,8 +50,24 @@ function readResult(content: string): string {
     .join("\n");
 }
 
+const NOW = new Date("2026-11-26T15:04:05.678Z");
+
+/** The answer to a session's first request. */
+function answer(request: PlanRequest, earlierRequests = 0): Answer {
+  return planAnswer(request, { earlierRequests, now: NOW });
+}
+
+/** The moves of a message answer (a failure fails the test). */
+function movesOf(request: PlanRequest): Move[] {
+  const answered = answer(request);
+  assert.equal(answered.kind, "message", JSON.stringify(answered));
+  return answered.kind === "message" ? answered.moves : [];
+}
+
 interface Played {
+  /** Every move, in order; `answers` holds them as they were answered together. */
   moves: Move[];
+  answers: Move[][];
   answer: string;
   files: Map<string, string>;
   commands: string[];
@@ -80,25 +103,33 @@ function play(
     { type: "text", text: "You are a Claude agent, built on Anthropic's Claude Agent SDK." },
     { type: "text", text: `Some instructions.\n\n${options.system ?? persona("builder")}` },
   ];
-  const moves: Move[] = [];
+  const answers: Move[][] = [];
   for (let turn = 0; turn < 50; turn++) {
-    const move = planNextMove({ system, messages, tools: options.tools ?? TOOLS });
-    moves.push(move);
-    if (move.type === "text") return { moves, answer: move.text, files: relative(files), commands };
-    const id = `toolu_${turn}`;
+    const moves = movesOf({ system, messages, tools: options.tools ?? TOOLS });
+    answers.push(moves);
+    const calls = moves.flatMap((move) => move.type === "tool_use" ? [move] : []);
+    if (!calls.length) {
+      assert.equal(moves.length, 1);
+      const text = moves[0]!.type === "text" ? moves[0]!.text : "";
+      return { moves: answers.flat(), answers, answer: text, files: relative(files), commands };
+    }
+    const ids = calls.map((_, i) => `toolu_${turn}_${i}`);
     messages.push({
       role: "assistant",
-      content: [{ type: "tool_use", id, name: move.name, input: move.input }],
+      content: calls.map((call, i) => ({ ...call, id: ids[i] })),
     });
-    const { text, isError } = execute(move, files, commands, options.refuse);
+    // The CLI runs an answer's calls in order and returns their results in one message.
     messages.push({
       role: "user",
-      content: [{
-        type: "tool_result",
-        tool_use_id: id,
-        content: text + REMINDER,
-        is_error: isError,
-      }],
+      content: calls.map((call, i) => {
+        const { text, isError } = execute(call, files, commands, options.refuse);
+        return {
+          type: "tool_result",
+          tool_use_id: ids[i],
+          content: text + REMINDER,
+          is_error: isError,
+        };
+      }),
     });
   }
   throw new Error("the plan did not end in 50 turns");
@@ -345,7 +376,7 @@ Deno.test("a conflict: one sed per file, quoted for the shell, and the files nam
 });
 
 Deno.test("a file that cannot be read is left alone and named in the answer", () => {
-  const refusedRead = planNextMove({
+  const refusedRead = movesOf({
     messages: [
       { role: "user", content: "Task 12 from lead:\nupdate `big.log`" },
       { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "Read", input: {} }] },
@@ -361,11 +392,11 @@ Deno.test("a file that cannot be read is left alone and named in the answer", ()
     ],
     tools: TOOLS,
   });
-  assert.deepEqual(refusedRead, {
+  assert.deepEqual(refusedRead, [{
     type: "text",
     text: "Done: update `big.log`.\n" +
       "Could not change big.log: File content (300KB) exceeds maximum allowed size (256KB).",
-  });
+  }]);
 });
 
 Deno.test("without the tools it needs, the plan says so instead of calling them", () => {
@@ -381,16 +412,16 @@ Deno.test("without the tools it needs, the plan says so instead of calling them"
 });
 
 Deno.test("a request without tools (a side question) gets a short plain answer", () => {
-  const move = planNextMove({
+  const moves = movesOf({
     messages: [{ role: "user", content: "Task 14 from lead:\nWrite the release notes" }],
   });
-  assert.deepEqual(move, { type: "text", text: "Write the release notes" });
+  assert.deepEqual(moves, [{ type: "text", text: "Write the release notes" }]);
 });
 
 Deno.test("the plan follows the last prompt when a session is resumed with a new one", () => {
   const first = play("Task 15 from lead:\nnote `one.md`");
   assert.equal(first.files.size, 1);
-  const move = planNextMove({
+  const moves = movesOf({
     messages: [
       { role: "user", content: "Task 15 from lead:\nnote `one.md`" },
       { role: "assistant", content: [{ type: "text", text: "Done." }] },
@@ -398,9 +429,259 @@ Deno.test("the plan follows the last prompt when a session is resumed with a new
     ],
     tools: TOOLS,
   });
-  assert.equal(move.type, "tool_use");
-  assert.deepEqual(move.type === "tool_use" && move.input, {
-    command: "ls",
-    description: "Run ls",
+  assert.deepEqual(moves, [{
+    type: "tool_use",
+    name: "Bash",
+    input: { command: "ls", description: "Run ls" },
+  }]);
+});
+
+// ---- markers: how the service behaves, chosen in the prompt ----
+
+/** A session's first request for a prompt, as the CLI sends it. */
+function request(prompt: string): PlanRequest {
+  return {
+    system: [{ type: "text", text: persona("builder") }],
+    messages: [{ role: "user", content: [{ type: "text", text: prompt }] }],
+    tools: TOOLS,
+  };
+}
+
+/** What the session's requests 0..count-1 meet: the failure's status, or "message". */
+function statuses(prompt: string, count: number): (number | "message")[] {
+  return Array.from({ length: count }, (_, earlier) => {
+    const answered = answer(request(prompt), earlier);
+    return answered.kind === "failure" ? answered.failure.status : "message";
+  });
+}
+
+Deno.test("readMarkers() takes [model:...] tokens out of the prompt and leaves the rest as it was", () => {
+  const { markers, text } = readMarkers(
+    "[model:cache]\nTask 1 from lead: [model:overloaded=2] note `a.md`\n" +
+      "and [model:parallel][model:slow=3000] then  more\n[model:stream-error] [model:spend-limit]\n" +
+      "[model:rate-limited=1]",
+  );
+  assert.deepEqual(markers, {
+    failures: [
+      { kind: "overloaded", count: 2 },
+      { kind: "stream-error", count: undefined },
+      { kind: "spend-limit", count: undefined },
+      { kind: "rate-limited", count: 1 },
+    ],
+    parallel: true,
+    cache: true,
+    slowMs: 3000,
+  });
+  assert.equal(text, "Task 1 from lead: note `a.md`\nand then more");
+  // What is not a marker stays text: unknown names, a value where none is taken, none where one is.
+  const none = "keep [model:fast] [model:parallel=2] [model:slow] [Model:cache]\n  as  it is";
+  assert.deepEqual(readMarkers(none), {
+    markers: { failures: [], parallel: false, cache: false, slowMs: 0 },
+    text: none,
+  });
+});
+
+Deno.test("a marked task does the same work as the task without its markers", () => {
+  const marked = play(
+    "[model:cache] [model:slow=10]\nTask 17 from lead:\n[model:cache] note `m.md`",
+  );
+  const plain = play("Task 17 from lead:\nnote `m.md`");
+  assert.deepEqual(marked, plain);
+  assert.equal(plain.files.get("m.md"), "builder: note `m.md`\n");
+});
+
+Deno.test("[model:parallel]: every call that needs no other's result in one answer", () => {
+  const prompt = "run `make` and note `a.md` and `b.md`";
+  const together = play(`Task 18 from lead:\n[model:parallel] ${prompt}`, {
+    files: { "b.md": "old\n" },
+  });
+  assert.deepEqual(together.answers.map(toolNames), [
+    ["Bash", "Read", "Read"],
+    ["Write", "Write"],
+    [],
+  ]);
+  const oneByOne = play(`Task 18 from lead:\n${prompt}`, { files: { "b.md": "old\n" } });
+  assert.equal(oneByOne.answers.length, 6);
+  assert.deepEqual(together.files, oneByOne.files);
+  assert.deepEqual(together.commands, oneByOne.commands);
+  assert.equal(together.answer, oneByOne.answer);
+  assert.equal(together.answer, `Done: ${prompt}. Changed a.md, b.md; ran make.`);
+
+  const conflict = play(
+    "[model:parallel]\nResolve the rebase conflict in these files:\n- a.ts\n- b.ts\n- c.ts",
+  );
+  assert.deepEqual(conflict.answers.map(toolNames), [["Bash", "Bash", "Bash"], []]);
+  assert.equal(conflict.answer, "Resolved the conflict in a.ts, b.ts, c.ts.");
+});
+
+Deno.test("[model:parallel]: a refused call in a batch is reported, the others go on", () => {
+  const played = play(
+    "Task 19 from lead:\n[model:parallel] run `git push` and run `ls`, note `n.md`",
+    {
+      refuse: (command) => command === "git push" ? "A person rejected this command." : undefined,
+    },
+  );
+  assert.deepEqual(played.answers.map(toolNames), [["Bash", "Bash", "Read"], ["Write"], []]);
+  assert.deepEqual(played.answer.split("\n"), [
+    "Done: run `git push` and run `ls`, note `n.md`. Changed n.md; ran ls.",
+    "Could not run git push: A person rejected this command.",
+  ]);
+});
+
+Deno.test("[model:overloaded=N]: the session's first N requests answer 529, then the team works", () => {
+  assert.deepEqual(statuses("Task 20 from lead:\n[model:overloaded=2] note `a.md`", 4), [
+    529,
+    529,
+    "message",
+    "message",
+  ]);
+  assert.deepEqual(answer(request("[model:overloaded=1] note `a.md`")), {
+    kind: "failure",
+    failure: { status: 529, type: "overloaded_error", message: "Overloaded", headers: {} },
+  });
+  // Without a count, every request; failures take their turns in the order they are written.
+  assert.deepEqual(statuses("[model:overloaded] x", 3), [529, 529, 529]);
+  assert.deepEqual(statuses("[model:rate-limited=1] [model:overloaded=2] x", 5), [
+    429,
+    529,
+    529,
+    "message",
+    "message",
+  ]);
+  assert.deepEqual(statuses("[model:overloaded=0] x", 1), ["message"]);
+});
+
+Deno.test("[model:rate-limited]: 429 rate_limit_error with retry-after and anthropic-ratelimit-* headers", () => {
+  assert.deepEqual(answer(request("[model:rate-limited] x")), {
+    kind: "failure",
+    failure: {
+      status: 429,
+      type: "rate_limit_error",
+      message: "Number of requests has exceeded your per-minute rate limit " +
+        "(https://docs.claude.com/en/api/rate-limits); see the response headers for current " +
+        "usage. Please try again later.",
+      headers: {
+        "retry-after": String(RETRY_AFTER_SECONDS),
+        "anthropic-ratelimit-requests-limit": "50",
+        "anthropic-ratelimit-requests-remaining": "0",
+        "anthropic-ratelimit-requests-reset": "2026-11-26T15:04:06Z",
+        "anthropic-ratelimit-tokens-limit": "38000",
+        "anthropic-ratelimit-tokens-remaining": "38000",
+        "anthropic-ratelimit-tokens-reset": "2026-11-26T15:04:05Z",
+        "anthropic-ratelimit-input-tokens-limit": "30000",
+        "anthropic-ratelimit-input-tokens-remaining": "30000",
+        "anthropic-ratelimit-input-tokens-reset": "2026-11-26T15:04:05Z",
+        "anthropic-ratelimit-output-tokens-limit": "8000",
+        "anthropic-ratelimit-output-tokens-remaining": "8000",
+        "anthropic-ratelimit-output-tokens-reset": "2026-11-26T15:04:05Z",
+      },
+    },
+  });
+  assert.deepEqual(statuses("[model:rate-limited=1] x", 2), [429, "message"]);
+});
+
+Deno.test("[model:spend-limit]: a 429 the runner tells from a rate limit by its error_code", () => {
+  assert.deepEqual(answer(request("[model:spend-limit] x"), 7), {
+    kind: "failure",
+    failure: {
+      status: 429,
+      type: "rate_limit_error",
+      message: "You have reached your specified API usage limits. You will regain access on " +
+        "2026-12-01 at 00:00 UTC.",
+      headers: { "x-should-retry": "false" },
+      details: { error_code: "enforced_spend_limit_reached" },
+    },
+  });
+  const december = planAnswer(request("[model:spend-limit] x"), {
+    earlierRequests: 0,
+    now: new Date("2026-12-31T23:59:59Z"),
+  });
+  assert.match(
+    december.kind === "failure" ? december.failure.message : "",
+    /regain access on 2027-01-01 at 00:00 UTC\.$/,
+  );
+});
+
+Deno.test("[model:stream-error]: the answer is planned, then breaks off with overloaded_error", () => {
+  const broken = answer(request("Task 21 from lead:\n[model:stream-error=1] note `a.md`"));
+  assert.equal(broken.kind, "message");
+  assert.deepEqual(broken.kind === "message" && broken.breaksOff, {
+    status: 529,
+    type: "overloaded_error",
+    message: "Overloaded",
+    headers: {},
+  });
+  assert.deepEqual(broken.kind === "message" && broken.moves, [
+    { type: "tool_use", name: "Read", input: { file_path: "a.md" } },
+  ]);
+  const next = answer(request("Task 21 from lead:\n[model:stream-error=1] note `a.md`"), 1);
+  assert.equal(next.kind === "message" && next.breaksOff, undefined);
+});
+
+Deno.test("[model:cache]: usage splits the same request into cache reads, writes and input", () => {
+  const conversation = (prompt: string): PlanRequest => ({
+    system: [{ type: "text", text: persona("builder") }],
+    messages: [
+      { role: "user", content: [{ type: "text", text: prompt }] },
+      { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "Read", input: {} }] },
+      {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: "t1", content: "File does not exist." }],
+      },
+    ],
+    tools: TOOLS,
+  });
+  const tokens = (value: unknown) => Math.ceil(JSON.stringify(value).length / 4);
+  const plain = answer(conversation("Task 22 from lead:\nnote `a.md`"));
+  const asked = conversation("Task 22 from lead:\n[model:cache] note `a.md`");
+  const cached = answer(asked);
+  assert.ok(plain.kind === "message" && cached.kind === "message");
+  assert.deepEqual(cached.moves, plain.moves);
+  const { system, messages, tools } = asked;
+  assert.deepEqual(plain.usage, {
+    input_tokens: tokens([system, conversation("Task 22 from lead:\nnote `a.md`").messages, tools]),
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    output_tokens: plain.usage.output_tokens,
+  });
+  // Read from the cache: all before the last message; written to it: the last message.
+  const read = tokens([system, messages.slice(0, -1), tools]);
+  const written = tokens(messages.at(-1));
+  assert.deepEqual(cached.usage, {
+    input_tokens: Math.max(1, tokens([system, messages, tools]) - read - written),
+    cache_creation_input_tokens: written,
+    cache_read_input_tokens: read,
+    cache_creation: { ephemeral_5m_input_tokens: written, ephemeral_1h_input_tokens: 0 },
+    output_tokens: plain.usage.output_tokens,
+  });
+  assert.ok(read > 100 && written > 5);
+});
+
+Deno.test("[model:slow=ms]: the answer says how long it takes; without the marker, at once", () => {
+  const slow = answer(request("Task 23 from lead:\n[model:slow=3000] note `a.md`"));
+  assert.equal(slow.kind === "message" && slow.slowMs, 3000);
+  const fast = answer(request("Task 23 from lead:\nnote `a.md`"));
+  assert.equal(fast.kind === "message" && fast.slowMs, 0);
+});
+
+Deno.test("unknownModel(): 404 not_found_error naming the model; the team's models are served", () => {
+  for (
+    const model of [
+      DEFAULT_AGENT_MODEL,
+      DEFAULT_FALLBACK_MODEL,
+      "claude-sonnet-4-6",
+      "claude-opus-4-6",
+      "claude-haiku-4-5",
+      "claude-haiku-4-5-20251001",
+      "claude-sonnet-4-5",
+    ]
+  ) {
+    assert.equal(unknownModel(model), undefined, model);
+  }
+  assert.deepEqual(unknownModel("claude-nonexistent-9"), {
+    status: 404,
+    type: "not_found_error",
+    message: "model: claude-nonexistent-9",
+    headers: {},
   });
 });
