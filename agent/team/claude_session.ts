@@ -37,6 +37,10 @@ export interface SessionSpec {
   maxBudgetUsd?: number;
   /** Aborted: the session is interrupted (stop_agents, restart_agents, the agent stopping). */
   signal: AbortSignal;
+  /** The CLI's session id to use (`--session-id`); a new one when absent. */
+  sessionId?: string;
+  /** Each event of the stream as it arrives (the session's steps, contract §17). */
+  onEvent?: (event: Record<string, unknown>) => void;
 }
 
 export interface SessionOutcome {
@@ -83,6 +87,10 @@ interface CliResult {
   num_turns?: number;
   usage?: Usage;
   modelUsage?: Record<string, ModelUsage>;
+  /** What the model service answered, when it ended the session. */
+  api_error_status?: number | null;
+  api_error_type?: string | null;
+  api_error_code?: string | null;
 }
 
 export function sessionArgs(spec: SessionSpec, sessionId: string): string[] {
@@ -117,7 +125,7 @@ export function sessionArgs(spec: SessionSpec, sessionId: string): string[] {
 }
 
 export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
-  const sessionId = crypto.randomUUID();
+  const sessionId = spec.sessionId ?? crypto.randomUUID();
   const started = new Date();
   const child = new Deno.Command(spec.claude, {
     args: sessionArgs(spec, sessionId),
@@ -142,7 +150,7 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
   if (spec.signal.aborted) onAbort();
   spec.signal.addEventListener("abort", onAbort, { once: true });
   const timer = setTimeout(() => interrupt("timeout"), spec.timeoutMs);
-  const stream = new StreamAccount();
+  const stream = new StreamAccount(spec.onEvent);
   const stderr = new Response(child.stderr).text();
   let status: Deno.CommandStatus;
   try {
@@ -188,7 +196,16 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
   }
   const said = result?.result || result?.subtype || (await stderr).trim().slice(-ERROR_TAIL) ||
     `The CLI exited with ${status.code}`;
-  const failure = sessionFailure(said, spec.model);
+  // The service's own words first: a spend limit is a 429 whose code only the result carries.
+  const failure = sessionFailure(
+    [
+      result?.api_error_code,
+      result?.api_error_type,
+      result?.api_error_status ? `API Error: ${result.api_error_status}` : undefined,
+      said,
+    ].filter(Boolean).join(" "),
+    spec.model,
+  );
   return {
     ...base,
     end: "failed",
@@ -218,6 +235,11 @@ class StreamAccount {
   result: CliResult | undefined;
   turns = 0;
   readonly #messages = new Map<string, Usage>();
+  readonly #onEvent: ((event: Record<string, unknown>) => void) | undefined;
+
+  constructor(onEvent?: (event: Record<string, unknown>) => void) {
+    this.#onEvent = onEvent;
+  }
 
   async read(stdout: ReadableStream<Uint8Array>): Promise<void> {
     let pending = "";
@@ -249,6 +271,7 @@ class StreamAccount {
     } catch {
       return; // not an event of the stream
     }
+    this.#onEvent?.(event as Record<string, unknown>);
     if (event.type === "result") this.result = event as CliResult;
     else if (event.type === "assistant" && event.message?.id) {
       if (!this.#messages.has(event.message.id)) this.turns++;

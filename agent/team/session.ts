@@ -7,6 +7,7 @@ import { afterSession } from "./after_session.ts";
 import { AgentClone, gitEnvironment, gitIdentity } from "./agent_clone.ts";
 import { parseApprovalRules } from "./approval_rules.ts";
 import { runSession } from "./claude_session.ts";
+import { StepReporter, stepsOf } from "./session_steps.ts";
 import { systemPrompt, taskPrompt } from "./prompts.ts";
 import type { RosterAgent } from "./roster.ts";
 import type { Task } from "./task_board.ts";
@@ -74,7 +75,20 @@ export async function runTask(
       details: { task_id: task.id, kind: task.kind, model: agent.model },
     }],
   });
+  // The session's steps go out as they happen (contract §17).
+  const sessionId = crypto.randomUUID();
+  const toolNames = new Map<string, string>();
+  const steps = new StepReporter(
+    sessionId,
+    agent.name,
+    (batch) => team.reports.post("/sessions/steps", { steps: batch }),
+    (text) => team.reports.redact(text),
+  );
   const outcome = await runSession({
+    sessionId,
+    onEvent: (event) => {
+      for (const step of stepsOf(event, toolNames)) steps.add(step);
+    },
     claude: team.options.claude,
     cwd: clone.dir,
     prompt: taskPrompt({ ...task, files }, branch),
@@ -91,6 +105,7 @@ export async function runTask(
     ...(budgetLeft !== undefined ? { maxBudgetUsd: budgetLeft } : {}),
     signal: AbortSignal.any([signal, team.signal]),
   });
+  await steps.close();
   team.budget.spent(manifest, outcome.cost_usd);
   const retryAt = await afterSession(team, agent, task, clone, outcome, branch, false, before);
   if (retryAt) {

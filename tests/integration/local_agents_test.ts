@@ -126,12 +126,27 @@ Deno.test("the real agent team through deno task start", async (t) => {
         return a?.details;
       });
       assert.equal(pushed.commit, head);
-      const [productivity] = await db.sql`
-      select commits, lines_added from public.productivity_metrics
-      where project_id = ${projectId} and agent = 'lead'`;
+      // Reported after the push event: it may reach the platform a moment later.
+      const productivity = await eventually(async () => {
+        const [row] = await db.sql`
+          select commits, lines_added from public.productivity_metrics
+          where project_id = ${projectId} and agent = 'lead'`;
+        return row;
+      });
       assert.equal(productivity!.commits, 1);
       assert.ok(productivity!.lines_added >= 1);
       assert.match((await eventually(async () => (await chat("lead"))[0]))!, /^Done: /);
+      // Its steps, as they happened (contract §17): numbered from 0, the result last.
+      const steps = await eventually(async () => {
+        const rows = await db.sql<{ seq: number; kind: string; summary: string }[]>`
+          select seq, kind, summary from public.session_steps
+          where project_id = ${projectId} and session_id = ${session!.session_id} order by seq`;
+        return rows.some((r) => r.kind === "result") ? rows : undefined;
+      });
+      assert.deepEqual(steps.map((s) => s.seq), [...steps.keys()]);
+      assert.ok(steps.some((s) => s.kind === "tool_use"), JSON.stringify(steps));
+      assert.ok(steps.some((s) => s.kind === "tool_result"));
+      assert.equal(steps.at(-1)!.kind, "result");
     },
   );
 

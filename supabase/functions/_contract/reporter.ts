@@ -396,7 +396,7 @@ function firstLine(text: string, max: number): string {
 }
 
 /** `text` cut to at most `maxBytes` bytes of UTF-8, never inside a character. */
-function cutToBytes(text: string, maxBytes: number): { text: string; cut: boolean } {
+export function cutToBytes(text: string, maxBytes: number): { text: string; cut: boolean } {
   const encoder = new TextEncoder();
   if (encoder.encode(text).byteLength <= maxBytes) return { text, cut: false };
   let bytes = 0;
