@@ -1,0 +1,43 @@
+/** What every part of the stand-in works with, built once by server.ts. */
+import type { Tokens } from "./app_auth.ts";
+import type { Events } from "./events.ts";
+import type { AppInfo, Site } from "./shapes.ts";
+import type { Repo, State } from "./state.ts";
+
+export interface Context {
+  site: Site;
+  state: State;
+  /** The App under test. */
+  app: AppInfo;
+  /** The CI that check runs come from: another App, as GitHub Actions is. */
+  ci: AppInfo;
+  events: Events;
+  tokens: Tokens;
+  /** Runs `fn` alone among the changes to this repository's refs (pushes, merges, deletes). */
+  serialize<T>(repo: Repo, fn: () => Promise<T>): Promise<T>;
+}
+
+/** One queue per repository: a ref change waits for the previous one to finish. */
+export function createSerializer(): Context["serialize"] {
+  const tails = new Map<Repo, Promise<unknown>>();
+  return (repo, fn) => {
+    const run = (tails.get(repo) ?? Promise.resolve()).then(fn, fn);
+    tails.set(repo, run.catch(() => {}));
+    return run;
+  };
+}
+
+/** A REST call the dispatcher has authenticated and admitted. */
+export interface ApiCall {
+  params: Record<string, string>;
+  query: URLSearchParams;
+  /** The JSON body (an empty object when there was none). */
+  body: Record<string, unknown>;
+  /** GitHub's `documentation_url` for this operation's errors. */
+  docs: string;
+}
+
+/** A REST call on a repository the caller's installation token may touch. */
+export interface RepoCall extends ApiCall {
+  repo: Repo;
+}

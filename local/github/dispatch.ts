@@ -1,0 +1,202 @@
+/**
+ * Which handler answers a REST request, after GitHub's own checks in GitHub's order:
+ * credentials (an App JWT where GitHub wants one, else an installation token: 401 with GitHub's
+ * words otherwise), the repository (404 when it is missing or private and not the token's, 403
+ * `Resource not accessible by integration` for a write to a public one or a missing
+ * permission), the rate limits (rate_limit.ts), then scripted faults, then the body (400
+ * `Problems parsing JSON`). Every answer past the credentials carries the `x-ratelimit-*`
+ * headers.
+ */
+import {
+  type AppKeys,
+  credentialOf,
+  grants,
+  type InstallationToken,
+  refuseAppJwt,
+} from "./app_auth.ts";
+import { listCheckRuns } from "./checks.ts";
+import { createComment, updateComment } from "./comments.ts";
+import type { ApiCall, Context, RepoCall } from "./context.ts";
+import type { Faults } from "./faults.ts";
+import { createAccessToken, getRepoInstallation } from "./installations.ts";
+import { createPull, getPull, listPulls, updatePull } from "./pulls.ts";
+import type { RateLimits } from "./rate_limit.ts";
+import { reactToComment, reactToIssue } from "./reactions.ts";
+import { deleteRef, getRepo } from "./repos.ts";
+import { githubError } from "./responses.ts";
+import type { ApiOperation, OperationId } from "./route.ts";
+import type { Permission, Repo } from "./state.ts";
+
+type AppOperation = "apps/get-repo-installation" | "apps/create-installation-access-token";
+type RepoOperation = Exclude<OperationId, AppOperation>;
+type Answer = Response | Promise<Response>;
+
+const APP_HANDLERS: Record<AppOperation, (ctx: Context, call: ApiCall) => Answer> = {
+  "apps/get-repo-installation": getRepoInstallation,
+  "apps/create-installation-access-token": createAccessToken,
+};
+
+const REPO_HANDLERS: Record<RepoOperation, (ctx: Context, call: RepoCall) => Answer> = {
+  "repos/get": getRepo,
+  "pulls/create": createPull,
+  "pulls/list": listPulls,
+  "pulls/get": getPull,
+  "pulls/update": updatePull,
+  "issues/create-comment": createComment,
+  "issues/update-comment": updateComment,
+  "reactions/create-for-issue": reactToIssue,
+  "reactions/create-for-issue-comment": reactToComment,
+  "checks/list-for-ref": listCheckRuns,
+  "git/delete-ref": deleteRef,
+};
+
+/** The permission an installation token needs, any one of them (GitHub's App permissions). */
+const NEEDS: Record<RepoOperation, [string, Permission][]> = {
+  "repos/get": [["metadata", "read"]],
+  "pulls/create": [["pull_requests", "write"]],
+  "pulls/list": [["pull_requests", "read"]],
+  "pulls/get": [["pull_requests", "read"]],
+  "pulls/update": [["pull_requests", "write"]],
+  "issues/create-comment": [["issues", "write"], ["pull_requests", "write"]],
+  "issues/update-comment": [["issues", "write"], ["pull_requests", "write"]],
+  "reactions/create-for-issue": [["issues", "write"], ["pull_requests", "write"]],
+  "reactions/create-for-issue-comment": [["issues", "write"], ["pull_requests", "write"]],
+  "checks/list-for-ref": [["checks", "read"]],
+  "git/delete-ref": [["contents", "write"]],
+};
+
+const NOT_ACCESSIBLE = "Resource not accessible by integration";
+
+export interface Services {
+  keys: AppKeys;
+  rateLimits: RateLimits;
+  faults: Faults;
+}
+
+export interface Dispatched {
+  response: Response;
+  /** The installation whose token made the request, if any. */
+  installationId: number | undefined;
+}
+
+export async function dispatchApi(
+  ctx: Context,
+  services: Services,
+  req: Request,
+  op: ApiOperation,
+  params: Record<string, string>,
+  query: URLSearchParams,
+): Promise<Dispatched> {
+  const credential = credentialOf(req.headers.get("authorization"));
+  const unauthenticated = (message: string) => ({
+    response: githubError(401, message, op.docs),
+    installationId: undefined,
+  });
+
+  if (op.auth === "app") {
+    const refused = credential?.kind === "jwt"
+      ? await refuseAppJwt(credential.value, services.keys.publicKey, ctx.app)
+      : "A JSON web token could not be decoded";
+    if (refused) return unauthenticated(refused);
+    const handler = APP_HANDLERS[op.id as AppOperation];
+    const response = await admitted(
+      services,
+      req,
+      op,
+      `app:${ctx.app.id}`,
+      `app ${ctx.app.id}`,
+      {},
+      (body) => handler(ctx, { params, query, body, docs: op.docs }),
+    );
+    return { response, installationId: undefined };
+  }
+
+  if (credential?.kind === "jwt") {
+    const refused = await refuseAppJwt(credential.value, services.keys.publicKey, ctx.app);
+    if (refused) return unauthenticated("Bad credentials");
+    return { response: githubError(403, NOT_ACCESSIBLE, op.docs), installationId: undefined };
+  }
+  const token = credential && ctx.tokens.find(credential.value);
+  if (!token) return unauthenticated("Bad credentials");
+  const installationId = token.installation.id;
+  const repo = ctx.state.repo(params.owner!, params.repo!);
+  const refusal = repo
+    ? accessRefusal(ctx, token, repo, op)
+    : githubError(404, "Not Found", op.docs);
+  const handler = REPO_HANDLERS[op.id as RepoOperation];
+  const response = await admitted(
+    services,
+    req,
+    op,
+    `installation:${installationId}`,
+    `installation ID ${installationId}`,
+    { repo: repo?.fullName, refusal },
+    // Only called without a refusal, so with the repository.
+    (body) => handler(ctx, { params, query, body, docs: op.docs, repo: repo! }),
+  );
+  return { response, installationId };
+}
+
+/** 404 or 403 when the token may not do this here, as GitHub answers. */
+function accessRefusal(
+  ctx: Context,
+  token: InstallationToken,
+  repo: Repo,
+  op: ApiOperation,
+): Response | undefined {
+  if (!ctx.tokens.covers(token, repo)) {
+    if (repo.private) return githubError(404, "Not Found", op.docs);
+    return op.method === "GET" ? undefined : githubError(403, NOT_ACCESSIBLE, op.docs);
+  }
+  const needs = NEEDS[op.id as RepoOperation];
+  if (!needs.some(([name, level]) => grants(token.permissions, name, level))) {
+    return githubError(403, NOT_ACCESSIBLE, op.docs);
+  }
+  return undefined;
+}
+
+/**
+ * The rate limits count the request; then a refusal already decided (404, 403: counted, as GitHub
+ * counts them, but creating nothing), a scripted fault, or the body and the handler answer. The
+ * answer gets the rate-limit headers.
+ */
+async function admitted(
+  services: Services,
+  req: Request,
+  op: ApiOperation,
+  key: string,
+  label: string,
+  target: { repo?: string | undefined; refusal?: Response | undefined },
+  handle: (body: Record<string, unknown>) => Answer,
+): Promise<Response> {
+  const { repo, refusal } = target;
+  const admission = services.rateLimits.admit(key, label, op.creates && !refusal);
+  const response = admission.refusal ?? refusal ??
+    services.faults.take(op.id, repo, op.docs) ??
+    await answer(req, op.docs, handle);
+  for (const [name, value] of Object.entries(admission.headers)) {
+    if (!response.headers.has(name)) response.headers.set(name, value);
+  }
+  return response;
+}
+
+async function answer(
+  req: Request,
+  docs: string,
+  handle: (body: Record<string, unknown>) => Answer,
+): Promise<Response> {
+  const body = await parseBody(req, docs);
+  return body instanceof Response ? body : await handle(body);
+}
+
+async function parseBody(req: Request, docs: string): Promise<Record<string, unknown> | Response> {
+  const text = await req.text();
+  if (text.trim() === "") return {};
+  try {
+    const body = JSON.parse(text);
+    if (body && typeof body === "object" && !Array.isArray(body)) return body;
+  } catch {
+    // answered below
+  }
+  return githubError(400, "Problems parsing JSON", docs);
+}

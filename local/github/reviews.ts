@@ -1,0 +1,80 @@
+/**
+ * A person reviews a pull request (the page, the test API): approve, request changes or comment,
+ * with a body and line comments. As on GitHub, a review that requests changes or only comments
+ * needs a body or line comments, and a person does not review their own pull request. Webhooks:
+ * `pull_request_review` `submitted`, then `pull_request_review_comment` `created` per line comment.
+ */
+import type { Context } from "./context.ts";
+import { review as reviewShape, reviewComment } from "./pull_shapes.ts";
+import { pullPayload, pullRefs } from "./pulls.ts";
+import type { Repo, Review, ReviewComment, ReviewState } from "./state.ts";
+
+export interface NewReview {
+  user: string;
+  state: "approved" | "changes_requested" | "commented";
+  body?: string;
+  comments?: { path: string; line: number; body: string }[];
+}
+
+const STATES: Record<NewReview["state"], ReviewState> = {
+  approved: "APPROVED",
+  changes_requested: "CHANGES_REQUESTED",
+  commented: "COMMENTED",
+};
+
+export async function submitReview(
+  ctx: Context,
+  repo: Repo,
+  number: number,
+  init: NewReview,
+): Promise<number> {
+  const issue = ctx.state.requireIssue(repo, number);
+  if (!issue.pull) throw new Error(`#${number} is an issue, not a pull request`);
+  const user = ctx.state.account(init.user);
+  const state = STATES[init.state];
+  if (!state) {
+    throw new Error(`A review is approved, changes_requested or commented, not ${init.state}`);
+  }
+  const body = init.body ?? "";
+  const lines = init.comments ?? [];
+  if (state !== "APPROVED" && body === "" && lines.length === 0) {
+    throw new Error("A review that requests changes or comments needs a body or line comments");
+  }
+  if (user.id === issue.user.id) throw new Error("A person cannot review their own pull request");
+  const { headSha } = await pullRefs(issue);
+  const now = Date.now();
+  const review: Review = {
+    id: ctx.state.nextId(),
+    issue,
+    user,
+    state,
+    body,
+    commitId: headSha,
+    submittedAt: now,
+  };
+  ctx.state.reviews.push(review);
+  const comments: ReviewComment[] = lines.map((line) => ({
+    id: ctx.state.nextId(),
+    review,
+    user,
+    ...line,
+    commitId: headSha,
+    createdAt: now,
+  }));
+  ctx.state.reviewComments.push(...comments);
+  issue.updatedAt = now;
+  const pullRequest = await pullPayload(ctx, issue);
+  ctx.events.repo("pull_request_review", repo, user, {
+    action: "submitted",
+    review: reviewShape(ctx.site, ctx.app, review),
+    pull_request: pullRequest,
+  });
+  for (const comment of comments) {
+    ctx.events.repo("pull_request_review_comment", repo, user, {
+      action: "created",
+      comment: reviewComment(ctx.site, ctx.state, ctx.app, comment),
+      pull_request: pullRequest,
+    });
+  }
+  return review.id;
+}
