@@ -6,7 +6,7 @@
  * the page's state and wires them to the address and to Live.
  */
 import type { Area, AreaContext } from "./area.ts";
-import { touches } from "./area.ts";
+import { onlyTelemetry, touches } from "./area.ts";
 import {
   type DashboardClient,
   type Membership,
@@ -156,7 +156,14 @@ export async function startApp(
     }
   }
 
-  async function onTick(events: FeedEvent[]): Promise<void> {
+  async function onTick(events: FeedEvent[], telemetry?: ReadonlySet<string>): Promise<void> {
+    // A running session's steps come several a second: only the Agents area (which shows them)
+    // reads anything for them.
+    if (onlyTelemetry(events, telemetry, "session_steps")) {
+      const here = place();
+      if (here.view === "project" && here.area === "Agents") await mounted?.refresh([], telemetry);
+      return;
+    }
     if (touches(events, undefined, "project.") || touches(events, undefined, "approval.")) {
       await refreshProjects();
     }
@@ -166,7 +173,7 @@ export async function startApp(
       const slot = main.querySelector(".project-header")?.parentElement;
       if (project && slot) show(slot, await projectHeader(project, context()));
     }
-    await mounted?.refresh(events);
+    await mounted?.refresh(events, telemetry);
   }
 
   async function restartLive(): Promise<void> {

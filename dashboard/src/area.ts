@@ -17,7 +17,11 @@ export interface AreaContext {
 }
 
 export interface Area {
-  refresh(events: FeedEvent[]): Promise<void>;
+  /**
+   * `telemetry`: the tables whose `telemetry` broadcasts brought this tick (live.ts), undefined
+   * when anything may have changed (the first draw, a feed read).
+   */
+  refresh(events: FeedEvent[], telemetry?: ReadonlySet<string>): Promise<void>;
 }
 
 export type MountArea = (root: HTMLElement, context: AreaContext) => Area;
@@ -27,4 +31,14 @@ export function touches(events: FeedEvent[], projectId: string | undefined, pref
   return events.some((event) =>
     (projectId === undefined || event.project_id === projectId) && event.type.startsWith(prefix)
   );
+}
+
+/** Whether a tick brought nothing but `telemetry` broadcasts for `table` (e.g. session steps). */
+export function onlyTelemetry(
+  events: FeedEvent[],
+  telemetry: ReadonlySet<string> | undefined,
+  table: string,
+): boolean {
+  return events.length === 0 && telemetry !== undefined && telemetry.size > 0 &&
+    [...telemetry].every((name) => name === table);
 }

@@ -17,7 +17,15 @@ import type { Connection } from "./store.ts";
 import type { Tables } from "../../supabase/types/database.ts";
 
 export type FeedEvent = Tables<"events">;
-export type TickListener = (events: FeedEvent[]) => Promise<void> | void;
+/**
+ * A tick: the events it brought, and the tables whose `telemetry` broadcasts brought it — or
+ * undefined when it read the feed (a join, a rejoin, the fallback clock, the user's own change),
+ * after which anything may have changed.
+ */
+export type TickListener = (
+  events: FeedEvent[],
+  telemetry?: ReadonlySet<string>,
+) => Promise<void> | void;
 
 /** How often the feed is read while the live connection is down. */
 export const FALLBACK_MS = 3_000;
@@ -39,6 +47,8 @@ export class Live {
   #channels = new Map<string, { channel: RealtimeChannel; subscribed: boolean }>();
   #listeners = new Set<TickListener>();
   #pending: FeedEvent[] = [];
+  /** The tables named by the `telemetry` broadcasts since the last tick. */
+  #telemetry = new Set<string>();
   #coalesce: ReturnType<typeof setTimeout> | undefined;
   #fallback: ReturnType<typeof setInterval> | undefined;
   #running: Promise<void> = Promise.resolve();
@@ -102,7 +112,10 @@ export class Live {
   }
 
   #received(message: { event: string; payload?: Record<string, unknown> }): void {
-    if (message.event !== "telemetry" && message.payload?.id) {
+    if (message.event === "telemetry") {
+      const table = message.payload?.table;
+      this.#telemetry.add(typeof table === "string" ? table : "");
+    } else if (message.payload?.id) {
       this.#pending.push(message.payload as unknown as FeedEvent);
     }
     clearTimeout(this.#coalesce);
@@ -137,12 +150,16 @@ export class Live {
       if (this.#stopped) return;
       try {
         let events = this.#pending.splice(0);
+        const telemetry: ReadonlySet<string> | undefined = readFeed
+          ? undefined
+          : new Set(this.#telemetry);
+        this.#telemetry.clear();
         if (readFeed) {
           events = await eventsAfter(this.client, this.options.organizationId, this.#lastId, 100);
         }
         // Only the feed moves the mark: a broadcast may overtake an event committed before it.
         if (readFeed && events.length > 0) this.#lastId = events.at(-1)!.id;
-        for (const listener of [...this.#listeners]) await listener(events);
+        for (const listener of [...this.#listeners]) await listener(events, telemetry);
       } catch (error) {
         this.options.onError(error);
       }

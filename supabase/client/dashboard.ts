@@ -1,7 +1,7 @@
 /**
  * The dashboard's client: thin functions over supabase-js for the eight vm-api actions and the six
- * webhooks actions (`functions.invoke`), the write RPCs (`rpc`), the read models and the
- * event feed (`from`), typed end to
+ * webhooks actions (`functions.invoke`), the write RPCs (`rpc`), the read models, a session's
+ * steps and the event feed (`from`), typed end to
  * end: request and answer types come from the contract (_contract/), RPC arguments and rows from
  * the generated `Database` type. A contract change that breaks the dashboard fails type-checking.
  * Every refusal is thrown as a DashboardError carrying the status (and Retry-After: 429 and 503
@@ -156,6 +156,57 @@ export async function eventsAfter(
     return answered(await query.gt("id", afterId).order("id").limit(limit));
   }
   return answered(await query.order("id", { ascending: false }).limit(limit)).reverse();
+}
+
+// --- Live sessions' steps (contract §17) ----------------------------------------------------------
+
+export type SessionStep = Tables<"session_steps">;
+
+/** Which of a session's steps to read: `afterSeq` pages forward, else the latest before `beforeSeq`. */
+export interface StepRange {
+  /** Only steps after this seq, the oldest of them first (new steps since the last one seen). */
+  afterSeq?: number;
+  /** Only steps before this seq (the page before the earliest one shown). */
+  beforeSeq?: number;
+  limit: number;
+}
+
+/**
+ * A session's steps (`session_steps`, under RLS: the project's members), always in seq order: with
+ * `afterSeq` the first `limit` steps after it; otherwise the last `limit` steps (before
+ * `beforeSeq` when given). A page as long as `limit` may have more beyond it.
+ */
+export async function sessionSteps(
+  client: DashboardClient,
+  projectId: string,
+  sessionId: string,
+  range: StepRange,
+): Promise<SessionStep[]> {
+  let query = client.from("session_steps").select("*").eq("project_id", projectId)
+    .eq("session_id", sessionId);
+  if (range.afterSeq !== undefined) {
+    return answered(await query.gt("seq", range.afterSeq).order("seq").limit(range.limit));
+  }
+  if (range.beforeSeq !== undefined) query = query.lt("seq", range.beforeSeq);
+  return answered(await query.order("seq", { ascending: false }).limit(range.limit)).reverse();
+}
+
+/**
+ * The session an agent has reported steps of most recently since `since` (steps are kept in daily
+ * partitions: a bound on `at` reads only the recent ones), or null for none.
+ */
+export async function latestSessionOf(
+  client: DashboardClient,
+  projectId: string,
+  agent: string,
+  since: Date,
+): Promise<string | null> {
+  const [row] = answered(
+    await client.from("session_steps").select("session_id").eq("project_id", projectId)
+      .eq("agent", agent).gte("at", since.toISOString()).order("at", { ascending: false })
+      .limit(1),
+  );
+  return row?.session_id ?? null;
 }
 
 // --- RPCs ---------------------------------------------------------------------------------------

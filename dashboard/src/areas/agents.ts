@@ -1,31 +1,69 @@
-/** Agents: each agent's status and task, the watchdog's alerts, and the sessions they ran. */
-import type { MountArea } from "../area.ts";
-import { newest, queueVmCommand } from "../data.ts";
+/**
+ * Agents: each agent's status and task, the watchdog's alerts, and the sessions they ran; a running
+ * agent's session watched step by step, and any past session's steps (contract §17, agents/).
+ */
+import { type MountArea, onlyTelemetry } from "../area.ts";
+import {
+  latestSessionOf,
+  newest,
+  queueVmCommand,
+  type SessionStep,
+  sessionSteps,
+  type StepRange,
+} from "../data.ts";
 import type { Tables } from "../../../supabase/types/database.ts";
 import { badge, type Child, h, money, show, table, when } from "../ui.ts";
+import { type StepsPanel, stepsPanel } from "./agents/steps_panel.ts";
+
+export { stepItem } from "./agents/step_item.ts";
+export { STEP_PAGE, stepsPanel } from "./agents/steps_panel.ts";
+
+type AgentSession = Tables<"agent_sessions">;
+
+/** What the area's buttons do: watch a running agent's session, read a session's steps. */
+export interface AgentActions {
+  watch(agent: string): void;
+  steps(session: AgentSession): void;
+}
+
+const NO_ACTIONS: AgentActions = { watch() {}, steps() {} };
+
+/** How far back an agent's current session is looked for among the steps (by their `at`). */
+const CURRENT_SESSION_WITHIN_MS = 24 * 3600_000;
 
 /** The area from its rows: the watchdog's alerts, the agents, the sessions they ran. */
-export function agentsView(rows: {
-  status: Tables<"agent_status">[];
-  watchdog: Tables<"watchdog_alerts">[];
-  history: Tables<"agent_sessions">[];
-}): { alerts: Child[]; agents: HTMLElement; sessions: HTMLElement } {
+export function agentsView(
+  rows: {
+    status: Tables<"agent_status">[];
+    watchdog: Tables<"watchdog_alerts">[];
+    history: AgentSession[];
+  },
+  actions: AgentActions = NO_ACTIONS,
+): { alerts: Child[]; agents: HTMLElement; sessions: HTMLElement } {
   return {
     alerts: rows.watchdog.map((alert) =>
       h("p", { class: "alert", role: "alert" }, alert.message ?? "")
     ),
     agents: table(
-      ["Agent", "Status", "Current task", "Last activity", "Error"],
+      ["Agent", "Status", "Current task", "Last activity", "Error", "Session"],
       [...rows.status].sort((a, b) => (a.name ?? "").localeCompare(b.name ?? "")).map((agent) => [
         agent.name ?? "",
         h("span", {}, badge(agent.status), agent.silent ? badge("silent") : null),
         agent.current_task ?? "—",
         when(agent.last_activity_at),
         agent.error ?? "",
+        agent.status === "active" && agent.name
+          ? h("button", {
+            type: "button",
+            class: "secondary",
+            "aria-label": `Watch ${agent.name}'s session`,
+            onclick: () => actions.watch(agent.name!),
+          }, "Watch")
+          : "",
       ]),
     ),
     sessions: table(
-      ["Agent", "Model", "Started", "Duration", "Tokens in / out", "Cost", "Exit"],
+      ["Agent", "Model", "Started", "Duration", "Tokens in / out", "Cost", "Exit", "Steps"],
       rows.history.map((session) => [
         session.agent ?? "",
         session.model ?? "",
@@ -34,6 +72,16 @@ export function agentsView(rows: {
         `${session.input_tokens ?? 0} / ${session.output_tokens ?? 0}`,
         money(session.cost_usd),
         session.exit_status ?? "—",
+        session.session_id
+          ? h("button", {
+            type: "button",
+            class: "secondary",
+            "aria-label": `Steps of ${session.agent ?? "the agent"}'s session started ${
+              session.started_at ? new Date(session.started_at).toLocaleString() : ""
+            }`.trim(),
+            onclick: () => actions.steps(session),
+          }, "Steps")
+          : "",
       ]),
     ),
   };
@@ -44,6 +92,52 @@ export const mountAgents: MountArea = (root, context) => {
   const alerts = h("div", {});
   const agents = h("div", {});
   const sessions = h("div", {});
+  /** Where the steps of the session being watched or read are shown: one at a time. */
+  const steps = h("div", {});
+  let panel: StepsPanel | undefined;
+  let history: AgentSession[] = [];
+
+  function open(title: string, live: boolean, load: (range: StepRange) => Promise<SessionStep[]>) {
+    panel = stepsPanel({
+      title,
+      live,
+      load,
+      close: () => {
+        panel = undefined;
+        show(steps);
+      },
+      fail: context.fail,
+    });
+    show(steps, panel.element);
+    panel.focus();
+    void panel.newer();
+  }
+
+  const actions: AgentActions = {
+    watch(agent) {
+      // Its open session in the history if the VM reported one; else the session it has reported
+      // steps of most recently, found at the first read (and looked for again until there is one).
+      let sessionId = history.find((s) => s.agent === agent && s.ended_at === null)?.session_id ??
+        undefined;
+      open(`${agent}'s current session`, true, async (range) => {
+        sessionId ??= await latestSessionOf(
+          client,
+          project!.id,
+          agent,
+          new Date(Date.now() - CURRENT_SESSION_WITHIN_MS),
+        ) ?? undefined;
+        return sessionId ? sessionSteps(client, project!.id, sessionId, range) : [];
+      });
+    },
+    steps(session) {
+      const started = session.started_at ? new Date(session.started_at).toLocaleString() : "";
+      open(
+        `${session.agent ?? "the agent"}'s session started ${started}`.trim(),
+        session.ended_at === null,
+        (range) => sessionSteps(client, project!.id, session.session_id!, range),
+      );
+    },
+  };
   const restart = h("button", {
     type: "button",
     class: "secondary",
@@ -61,20 +155,26 @@ export const mountAgents: MountArea = (root, context) => {
     alerts,
     h("div", { class: "row" }, h("h2", {}, "Agents"), restart),
     agents,
+    steps,
     h("h2", {}, "Session history"),
     sessions,
   );
   return {
-    async refresh() {
-      const [status, watchdog, history] = await Promise.all([
-        newest(client, "agent_status", project!.id, "name", 100),
-        newest(client, "watchdog_alerts", project!.id, "last_heard_at", 10),
-        newest(client, "agent_sessions", project!.id, "started_at", 20),
-      ]);
-      const view = agentsView({ status, watchdog, history });
-      show(alerts, ...view.alerts);
-      show(agents, view.agents);
-      show(sessions, view.sessions);
+    async refresh(events, telemetry) {
+      // New steps alone (several a second while a session runs) move only the open panel.
+      if (!onlyTelemetry(events, telemetry, "session_steps")) {
+        const [status, watchdog, sessionRows] = await Promise.all([
+          newest(client, "agent_status", project!.id, "name", 100),
+          newest(client, "watchdog_alerts", project!.id, "last_heard_at", 10),
+          newest(client, "agent_sessions", project!.id, "started_at", 20),
+        ]);
+        history = sessionRows;
+        const view = agentsView({ status, watchdog, history }, actions);
+        show(alerts, ...view.alerts);
+        show(agents, view.agents);
+        show(sessions, view.sessions);
+      }
+      if (panel?.live) await panel.newer();
     },
   };
 };
