@@ -134,7 +134,8 @@ async function sessionSettings(
     "--quiet",
     "--no-prompt",
     "--allow-read",
-    `--allow-write=${o.stateDir}`,
+    // Its own state, and the socket (connecting to a Unix socket is writing to it).
+    `--allow-write=${o.stateDir},${o.socketPath}`,
     // The agent's socket only: fetch's host (vm-agent) and the Unix socket it goes through.
     `--allow-net=vm-agent,unix:${o.socketPath}`,
     "--config",
