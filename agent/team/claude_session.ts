@@ -16,6 +16,7 @@
  * is the account when there is one.
  */
 import { type FailureKind, sessionFailure } from "./session_failure.ts";
+import { SessionInbox } from "./session_inbox.ts";
 
 export const ALLOWED_TOOLS = ["Bash", "Read", "Edit", "Write", "Glob", "Grep", "LS"];
 
@@ -41,6 +42,8 @@ export interface SessionSpec {
   sessionId?: string;
   /** Each event of the stream as it arrives (the session's steps, contract §17). */
   onEvent?: (event: Record<string, unknown>) => void;
+  /** Where messages for the running session are written (contract §17); one of its own if none. */
+  inbox?: SessionInbox;
 }
 
 export interface SessionOutcome {
@@ -96,7 +99,10 @@ interface CliResult {
 export function sessionArgs(spec: SessionSpec, sessionId: string): string[] {
   return [
     "-p",
-    spec.prompt,
+    // The prompt is the first message on the session's input; more may follow while it works.
+    "--input-format",
+    "stream-json",
+    "--replay-user-messages",
     "--output-format",
     "stream-json",
     "--verbose",
@@ -132,10 +138,12 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
     cwd: spec.cwd,
     env: spec.env,
     clearEnv: true,
-    stdin: "null",
+    stdin: "piped",
     stdout: "piped",
     stderr: "piped",
   }).spawn();
+  const inbox = spec.inbox ?? new SessionInbox();
+  await inbox.attach(child.stdin, spec.prompt);
 
   let cut: string | undefined;
   const interrupt = (why: string) => {
@@ -150,7 +158,7 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
   if (spec.signal.aborted) onAbort();
   spec.signal.addEventListener("abort", onAbort, { once: true });
   const timer = setTimeout(() => interrupt("timeout"), spec.timeoutMs);
-  const stream = new StreamAccount(spec.onEvent);
+  const stream = new StreamAccount(spec.onEvent, inbox);
   const stderr = new Response(child.stderr).text();
   let status: Deno.CommandStatus;
   try {
@@ -159,6 +167,7 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
   } finally {
     clearTimeout(timer);
     spec.signal.removeEventListener("abort", onAbort);
+    await inbox.close();
   }
 
   const result = stream.result;
@@ -236,9 +245,14 @@ class StreamAccount {
   turns = 0;
   readonly #messages = new Map<string, Usage>();
   readonly #onEvent: ((event: Record<string, unknown>) => void) | undefined;
+  readonly #inbox: SessionInbox;
 
-  constructor(onEvent?: (event: Record<string, unknown>) => void) {
+  constructor(
+    onEvent: ((event: Record<string, unknown>) => void) | undefined,
+    inbox: SessionInbox,
+  ) {
     this.#onEvent = onEvent;
+    this.#inbox = inbox;
   }
 
   async read(stdout: ReadableStream<Uint8Array>): Promise<void> {
@@ -247,9 +261,9 @@ class StreamAccount {
       pending += chunk;
       const lines = pending.split("\n");
       pending = lines.pop()!;
-      for (const line of lines) this.#take(line);
+      for (const line of lines) await this.#take(line);
     }
-    this.#take(pending);
+    await this.#take(pending);
   }
 
   tokens(): { input_tokens: number; output_tokens: number } {
@@ -263,17 +277,28 @@ class StreamAccount {
     return { input_tokens: input, output_tokens: output };
   }
 
-  #take(line: string): void {
+  async #take(line: string): Promise<void> {
     if (!line.trim()) return;
-    let event: { type?: string; message?: { id?: string; usage?: Usage } };
+    let event: {
+      type?: string;
+      isReplay?: boolean;
+      message?: { id?: string; usage?: Usage; content?: unknown };
+    };
     try {
       event = JSON.parse(line);
     } catch {
       return; // not an event of the stream
     }
+    // The session took a message of its input (its echo), or ended a turn.
+    if (event.type === "user" && event.isReplay && typeof event.message?.content === "string") {
+      await this.#inbox.taken();
+      return;
+    }
     this.#onEvent?.(event as Record<string, unknown>);
-    if (event.type === "result") this.result = event as CliResult;
-    else if (event.type === "assistant" && event.message?.id) {
+    if (event.type === "result") {
+      this.result = event as CliResult;
+      await this.#inbox.turnEnded();
+    } else if (event.type === "assistant" && event.message?.id) {
       if (!this.#messages.has(event.message.id)) this.turns++;
       if (event.message.usage) this.#messages.set(event.message.id, event.message.usage);
     }

@@ -6,8 +6,9 @@ import { addressee, handoffs } from "./prompts.ts";
 import type { Team } from "./team_context.ts";
 
 /**
- * Chat messages become tasks: for the agent a leading `@name` names, else the lead. A task
- * whose agent left the roster goes to the lead.
+ * Chat messages become tasks: for the agent a leading `@name` names, else the lead. A message
+ * for an agent in a session joins that session instead (contract §17). A task whose agent left
+ * the roster goes to the lead.
  */
 export async function intake(team: Team): Promise<void> {
   const roster = team.roster();
@@ -23,22 +24,31 @@ export async function intake(team: Team): Promise<void> {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
   for (const name of files.sort()) {
-    const message = JSON.parse(await Deno.readTextFile(`${inbox}/${name}`)) as {
-      id: string;
-      content: string;
-    };
+    const file = `${inbox}/${name}`;
+    const message = JSON.parse(await Deno.readTextFile(file)) as { id: string; content: string };
     const content = String(message.content);
     const agent = addressee(content, roster) ?? lead;
-    const added = await team.board.add({
+    // Written to a running session already, waiting for it to take it.
+    if (roster.some((a) => team.inboxOf(a.name)?.has(message.id))) continue;
+    // The mention did its work: the task is what follows it.
+    const text = content.replace(new RegExp(`^\\s*@${agent}\\b[:,]?\\s*`), "") || content;
+    const session = team.inboxOf(agent);
+    const joined = await session?.send({
       id: message.id,
-      agent,
-      kind: "work",
-      // The mention did its work: the task is what follows it.
-      text: content.replace(new RegExp(`^\\s*@${agent}\\b[:,]?\\s*`), "") || content,
-      from: "user",
+      text,
+      file,
+      onTaken: async () => {
+        await Deno.remove(file).catch(() => {});
+        await team.reports.post("/audit", {
+          events: [{
+            agent,
+            action: "message_joined_session",
+            details: { message_id: message.id },
+          }],
+        });
+      },
     });
-    if (added) await team.reports.taskMetrics(agent, { assigned: 1 });
-    await Deno.remove(`${inbox}/${name}`);
+    if (!joined) await messageToBoard(team, agent, { id: message.id, text, file });
   }
   const names = new Set(roster.map((a) => a.name));
   for (const task of await team.board.list()) {
@@ -46,6 +56,26 @@ export async function intake(team: Team): Promise<void> {
       await team.board.update(task.id, { agent: lead });
     }
   }
+}
+
+/**
+ * A chat message becomes the agent's task (once: a message delivered twice is one task), and
+ * leaves the inbox.
+ */
+export async function messageToBoard(
+  team: Team,
+  agent: string,
+  message: { id: string; text: string; file?: string },
+): Promise<void> {
+  const added = await team.board.add({
+    id: message.id,
+    agent,
+    kind: "work",
+    text: message.text,
+    from: "user",
+  });
+  if (added) await team.reports.taskMetrics(agent, { assigned: 1 });
+  if (message.file) await Deno.remove(message.file).catch(() => {});
 }
 
 /** The lead's completed answer: each line `@name <task>` is a task for that teammate. */

@@ -8,6 +8,8 @@ import { AgentClone, gitEnvironment, gitIdentity } from "./agent_clone.ts";
 import { parseApprovalRules } from "./approval_rules.ts";
 import { runSession } from "./claude_session.ts";
 import { StepReporter, stepsOf } from "./session_steps.ts";
+import type { SessionInbox } from "./session_inbox.ts";
+import { messageToBoard } from "./intake.ts";
 import { systemPrompt, taskPrompt } from "./prompts.ts";
 import type { RosterAgent } from "./roster.ts";
 import type { Task } from "./task_board.ts";
@@ -24,6 +26,7 @@ export async function runTask(
   state: AgentState,
   task: Task,
   signal: AbortSignal,
+  inbox: SessionInbox,
 ): Promise<void> {
   await team.board.update(task.id, { status: "running" });
   const manifest = team.options.manifest();
@@ -86,6 +89,7 @@ export async function runTask(
   );
   const outcome = await runSession({
     sessionId,
+    inbox,
     onEvent: (event) => {
       for (const step of stepsOf(event, toolNames)) steps.add(step);
     },
@@ -106,6 +110,8 @@ export async function runTask(
     signal: AbortSignal.any([signal, team.signal]),
   });
   await steps.close();
+  // A message the session never took (it ended at that moment) is the agent's next task.
+  for (const message of inbox.untaken()) await messageToBoard(team, agent.name, message);
   team.budget.spent(manifest, outcome.cost_usd);
   const retryAt = await afterSession(team, agent, task, clone, outcome, branch, false, before);
   if (retryAt) {

@@ -4,6 +4,7 @@
  */
 import type { RosterAgent } from "./roster.ts";
 import type { SessionBudget } from "./session_budget.ts";
+import type { SessionInbox } from "./session_inbox.ts";
 import type { TaskBoard } from "./task_board.ts";
 import type { TeamReports } from "./team_reports.ts";
 import type { TeamRunnerOptions } from "./team_runner.ts";
@@ -18,6 +19,8 @@ export interface Team {
   readonly signal: AbortSignal;
   /** The roster as the last cycle read it: AGENTS.md is read every cycle, so ask at each use. */
   roster(): RosterAgent[];
+  /** The input of the agent's running session, undefined when it has none (contract §17). */
+  inboxOf(agent: string): SessionInbox | undefined;
   /** A file of `<workspace>/persona/`, undefined while the project has not saved it. */
   persona(name: string): Promise<string | undefined>;
 }
@@ -27,5 +30,5 @@ export interface AgentState {
   task?: string;
   error?: string;
   lastActivity: string;
-  session?: { abort: AbortController; done: Promise<void>; taskId: string };
+  session?: { abort: AbortController; done: Promise<void>; taskId: string; inbox: SessionInbox };
 }

@@ -19,6 +19,7 @@ import { intake } from "./intake.ts";
 import { DEFAULT_AGENTS_MD, parseRoster, type RosterAgent } from "./roster.ts";
 import { runTask } from "./session.ts";
 import { SessionBudget } from "./session_budget.ts";
+import { SessionInbox } from "./session_inbox.ts";
 import { type Task, TaskBoard, title } from "./task_board.ts";
 import type { AgentState, Team } from "./team_context.ts";
 import { TeamReports } from "./team_reports.ts";
@@ -72,6 +73,7 @@ export class TeamRunner {
       budget: new SessionBudget(),
       signal: this.#abort.signal,
       roster: () => this.#roster,
+      inboxOf: (agent) => this.#agents.get(agent)?.session?.inbox,
       persona: (name) => this.#persona(name),
     };
   }
@@ -172,7 +174,8 @@ export class TeamRunner {
     state.task = task.kind === "conflict" ? "Resolving a rebase conflict" : title(task.text);
     state.lastActivity = new Date().toISOString();
     delete state.error;
-    const done = runTask(this.#team, agent, state, task, abort.signal)
+    const inbox = new SessionInbox();
+    const done = runTask(this.#team, agent, state, task, abort.signal, inbox)
       .catch(async (error) => {
         // The session could not start (a clone that failed, a file not written): the task is
         // not lost, it goes back to the board and is tried again later (contract §11a).
@@ -197,7 +200,7 @@ export class TeamRunner {
         this.#reports.agents(this.#roster, this.#agents).catch(() => {});
         this.wake();
       });
-    state.session = { abort, done, taskId: task.id };
+    state.session = { abort, done, taskId: task.id, inbox };
     this.#reports.agents(this.#roster, this.#agents).catch(() => {});
   }
 

@@ -29,6 +29,8 @@ export interface ModelStandIn {
   close(): Promise<void>;
   /** How many requests it has answered. */
   requests(): number;
+  /** Whether any Messages request so far carried a user message holding `text` (a steered one). */
+  heard(text: string): boolean;
 }
 
 export interface ModelStandInOptions {
@@ -47,6 +49,7 @@ const PIECE_MS = 250;
 export async function startModelStandIn(options: ModelStandInOptions = {}): Promise<ModelStandIn> {
   const hostname = options.hostname ?? "127.0.0.1";
   let answered = 0;
+  const heard: string[] = [];
   const sessions: SessionCounts = new Map();
   const listening = Promise.withResolvers<Deno.NetAddr>();
   const server = Deno.serve({
@@ -55,6 +58,10 @@ export async function startModelStandIn(options: ModelStandInOptions = {}): Prom
     ...(options.signal ? { signal: options.signal } : {}),
     onListen: (addr) => listening.resolve(addr as Deno.NetAddr),
   }, async (request) => {
+    // What the sessions said, kept as text so a test can tell a message reached the model.
+    if (request.method === "POST" && new URL(request.url).pathname === "/v1/messages") {
+      heard.push(await request.clone().text());
+    }
     try {
       return await answer(request, sessions);
     } finally {
@@ -68,6 +75,7 @@ export async function startModelStandIn(options: ModelStandInOptions = {}): Prom
     url: `http://${host}:${addr.port}`,
     close: () => closed ??= server.shutdown().catch(() => {}).then(() => server.finished),
     requests: () => answered,
+    heard: (text) => heard.some((body) => body.includes(JSON.stringify(text).slice(1, -1))),
   };
 }
 
