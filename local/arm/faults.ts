@@ -4,6 +4,7 @@
  * late (`DelayRule`): the request is carried out at once and its answer held back, as when
  * Azure accepted a call whose answer the caller stopped waiting for.
  */
+import { CountedRules, type FaultHandle } from "../host/counted_rules.ts";
 import type { ArmRequestRecord } from "./requests.ts";
 import { armError, json, resourceNotFound } from "./responses.ts";
 import type { ArmOperationName } from "./route.ts";
@@ -30,13 +31,7 @@ export interface DelayRule {
   vmName?: string;
 }
 
-export interface FaultHandle {
-  /** Requests answered by this rule so far. */
-  readonly hits: number;
-  /** Requests this rule will still answer. */
-  readonly remaining: number;
-  cancel(): void;
-}
+export type { FaultHandle };
 
 /** Ready-made fault answers; use as `server.fault({ operation: "create", ...armFaults.quotaExceeded() })`. */
 export const armFaults = {
@@ -105,12 +100,6 @@ const DEFAULT_CODES: Record<number, string> = {
   504: "GatewayTimeout",
 };
 
-interface FaultState {
-  rule: FaultRule;
-  remaining: number;
-  hits: number;
-}
-
 export interface Faults {
   add(rule: FaultRule): FaultHandle;
   addDelay(rule: DelayRule): FaultHandle;
@@ -125,59 +114,29 @@ export interface Faults {
   ): Response | undefined;
 }
 
-function handle(state: { remaining: number; hits: number }): FaultHandle {
-  return {
-    get hits() {
-      return state.hits;
-    },
-    get remaining() {
-      return state.remaining;
-    },
-    cancel() {
-      state.remaining = 0;
-    },
-  };
-}
-
 export function createFaults(): Faults {
-  const faults: FaultState[] = [];
-  const delays: { rule: DelayRule; remaining: number; hits: number }[] = [];
+  const faults = new CountedRules<FaultRule>();
+  const delays = new CountedRules<DelayRule>();
+  const forThis =
+    (operation: ArmOperationName | undefined, vmName: string | undefined) =>
+    (rule: { operation: ArmOperationName; vmName?: string }) =>
+      rule.operation === operation && (rule.vmName === undefined || rule.vmName === vmName);
   return {
-    add(rule) {
-      const state: FaultState = { rule: { ...rule }, remaining: rule.times ?? 1, hits: 0 };
-      faults.push(state);
-      return handle(state);
-    },
-    addDelay(rule) {
-      const state = { rule: { ...rule }, remaining: rule.times ?? 1, hits: 0 };
-      delays.push(state);
-      return handle(state);
-    },
+    add: (rule) => faults.add(rule),
+    addDelay: (rule) => delays.add(rule),
     delayFor(operation, vmName) {
-      const found = delays.find((d) =>
-        d.remaining > 0 && d.rule.operation === operation &&
-        (d.rule.vmName === undefined || d.rule.vmName === vmName)
-      );
-      if (!found) return 0;
-      found.remaining--;
-      found.hits++;
-      return found.rule.ms;
+      return delays.take(forThis(operation, vmName))?.ms ?? 0;
     },
     clear() {
-      faults.length = 0;
-      delays.length = 0;
+      faults.clear();
+      delays.clear();
     },
     take(record, operation, vmName) {
-      const found = faults.find((f) =>
-        f.remaining > 0 && f.rule.operation === operation &&
-        (f.rule.vmName === undefined || f.rule.vmName === vmName)
-      );
-      if (!found) return undefined;
-      found.remaining--;
-      found.hits++;
+      const rule = faults.take(forThis(operation, vmName));
+      if (!rule) return undefined;
       record.faulted = true;
-      const { status, headers = {} } = found.rule;
-      const body = found.rule.body === undefined ? defaultBody(operation, status) : found.rule.body;
+      const { status, headers = {} } = rule;
+      const body = rule.body === undefined ? defaultBody(operation, status) : rule.body;
       const extra = { ...headers };
       // ARM's 429s carry Retry-After (see its throttling docs), so a scripted one does too.
       if (status === 429 && !Object.keys(extra).some((k) => k.toLowerCase() === "retry-after")) {

@@ -4,6 +4,7 @@
  * answers for the usual cases). A faulted request is authenticated first, as GitHub would, and is
  * not carried out.
  */
+import { CountedRules, type FaultHandle } from "../host/counted_rules.ts";
 import { githubError, json } from "./responses.ts";
 import type { OperationId } from "./route.ts";
 
@@ -22,11 +23,7 @@ export interface FaultRule {
   repo?: string;
 }
 
-export interface FaultHandle {
-  readonly hits: number;
-  readonly remaining: number;
-  cancel(): void;
-}
+export type { FaultHandle };
 
 const SECONDARY =
   "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.";
@@ -78,35 +75,17 @@ export interface Faults {
 }
 
 export function createFaults(): Faults {
-  const rules: { rule: FaultRule; remaining: number; hits: number }[] = [];
+  const rules = new CountedRules<FaultRule>();
   return {
-    add(rule) {
-      const entry = { rule: { ...rule }, remaining: rule.times ?? 1, hits: 0 };
-      rules.push(entry);
-      return {
-        get hits() {
-          return entry.hits;
-        },
-        get remaining() {
-          return entry.remaining;
-        },
-        cancel() {
-          entry.remaining = 0;
-        },
-      };
-    },
-    clear() {
-      rules.length = 0;
-    },
+    add: (rule) => rules.add(rule),
+    clear: () => rules.clear(),
     take(target, repo, docs) {
-      const found = rules.find((f) =>
-        f.remaining > 0 && f.rule.operation === target &&
-        (f.rule.repo === undefined || f.rule.repo.toLowerCase() === repo?.toLowerCase())
+      const rule = rules.take((r) =>
+        r.operation === target &&
+        (r.repo === undefined || r.repo.toLowerCase() === repo?.toLowerCase())
       );
-      if (!found) return undefined;
-      found.remaining--;
-      found.hits++;
-      const { status, headers = {}, body } = found.rule;
+      if (!rule) return undefined;
+      const { status, headers = {}, body } = rule;
       if (body !== undefined) return json(status, body, headers);
       return githubError(
         status,

@@ -75,6 +75,7 @@ as $$
     ('invalid_reporter_token', 401),
     ('invalid_bootstrap_credential', 401),
     ('invalid_reconciler_secret', 401),
+    ('invalid_github_signature', 401),
     ('not_project_member', 403),
     ('not_organization_member', 403),
     ('not_organization_admin', 403),
@@ -103,6 +104,7 @@ as $$
     ('auth_unavailable', 503),
     ('webhooks_unavailable', 503),
     ('secrets_unavailable', 503),
+    ('github_unavailable', 503),
     ('spool_full', 507)
 $$;
 

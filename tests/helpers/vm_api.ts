@@ -87,9 +87,17 @@ export interface Activity {
   created_at: string;
 }
 
+/** status's `project.github` (contract §16). */
+export interface ProjectGitHub {
+  owner: string;
+  repo: string;
+  installed: boolean;
+  install_url: string;
+}
+
 /** The `data` of status. */
 export interface StatusData {
-  project: Project;
+  project: Project & { github: ProjectGitHub | null };
   recent_activity: Activity[];
   message?: string;
 }

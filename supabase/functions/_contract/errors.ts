@@ -89,6 +89,13 @@ export const ERROR_CODES = {
     when: "The call to vm-reconciler lacks the right `RECONCILER_SECRET`.",
     action: "Schedule the reconciler with the secret set on the functions.",
   },
+  invalid_github_signature: {
+    status: 401,
+    when: "A delivery to github-webhooks lacks an `X-Hub-Signature-256` made with " +
+      "`GITHUB_WEBHOOK_SECRET`: nothing of it is recorded.",
+    action: "Set the App's webhook secret on GitHub to the service's `GITHUB_WEBHOOK_SECRET`, " +
+      "then redeliver from the App's settings.",
+  },
   not_project_member: {
     status: 403,
     when: "The user is not a member of the project.",
@@ -232,6 +239,12 @@ export const ERROR_CODES = {
     when: "Project secrets cannot be sealed or opened: the service has no `WEBHOOK_SECRET_KEY`, " +
       "the key that seals every secret at rest.",
     action: "An operator sets `WEBHOOK_SECRET_KEY` (docs/operations.md); then retry.",
+  },
+  github_unavailable: {
+    status: 503,
+    when: "github-webhooks cannot verify deliveries: the service has no `GITHUB_WEBHOOK_SECRET`.",
+    action: "An operator sets the GitHub App's settings (docs/github.md); GitHub redelivers on " +
+      "request from the App's settings.",
   },
   spool_full: {
     status: 507,

@@ -110,7 +110,11 @@ export function repositoryUrlProblem(url: string, allowLocal: boolean): string |
         ? undefined
         : "must name a directory on this machine (file:///path/to/repository)";
     }
-    if (scheme !== "https" && scheme !== "ssh") return unclonable;
+    // http only to this machine, like file:// (the local stack's GitHub stand-in, contract §16).
+    const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(parsed.hostname);
+    if (scheme !== "https" && scheme !== "ssh" && !(scheme === "http" && allowLocal && loopback)) {
+      return unclonable;
+    }
     if (!/^[A-Za-z0-9[]/.test(parsed.hostname)) return "must name the repository's host";
     if (parsed.username && !/^[A-Za-z0-9][A-Za-z0-9._~-]*$/.test(parsed.username)) {
       return "must name an SSH user of letters, digits and . _ ~ -";

@@ -236,6 +236,7 @@ export const commandType = z.enum([
   "update_persona_files",
   "approval_decision",
   "update_manifest",
+  "interrupt_agent",
 ]);
 
 const command = z.object({
@@ -348,8 +349,21 @@ export const manifest = route({
     "clones, and the environment of its agents' sessions.",
   request: z.object({}),
   response: z.object({
-    repository: z.object({ url: z.string(), branch: z.string() }).nullable()
-      .describe("null: the project names no repository"),
+    repository: z.object({
+      url: z.string(),
+      branch: z.string(),
+      credentials: z.object({
+        username: z.literal("x-access-token"),
+        password: z.string().describe("An installation token for this one repository"),
+        expires_at: z.string().describe(
+          "When the token expires (ISO 8601, UTC): fetch the manifest again before then",
+        ),
+      }).optional().describe(
+        "Only for a GitHub project with the service's GitHub App installed (contract §16): " +
+          "git's Basic credentials for the repository; keep them out of files, remote URLs and " +
+          "logs",
+      ),
+    }).nullable().describe("null: the project names no repository"),
     secrets: z.record(z.string(), z.string()).describe(
       "Every project secret by name, in clear: keep them out of files, remote URLs and logs",
     ),

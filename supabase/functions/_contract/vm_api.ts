@@ -142,11 +142,24 @@ const project = z.object({
   }).describe("month_to_date_cost_usd, model and compute apart"),
 });
 
+/** status's `project.github` (contract §16). */
+const projectGitHub = z.object({
+  owner: z.string(),
+  repo: z.string(),
+  installed: z.boolean().describe("The service's GitHub App is installed on the repository"),
+  install_url: z.string().describe(
+    "Where a person installs the App: `${GITHUB_WEB_URL}/apps/<slug>/installations/new`",
+  ),
+}).nullable().describe(
+  "null unless the repository is `${GITHUB_WEB_URL}/<owner>/<repo>` and the service has a " +
+    "GitHub App",
+);
+
 export const status = action({
   summary: "The project, whether it is stuck, and its five latest activities.",
   request: z.object({ action: z.literal("status"), project_id: projectId }),
   response: z.object({
-    project,
+    project: project.extend({ github: projectGitHub }),
     recent_activity: z.array(z.object({
       action: z.string(),
       details: z.record(z.string(), z.unknown()),

@@ -37,6 +37,7 @@ export const SETTING_GROUPS = [
   "Reconciler",
   "Webhooks",
   "Notifications",
+  "GitHub",
   "Retention",
   "Local stack",
   "Logging",
@@ -330,6 +331,43 @@ export const ENV = {
       doc: "approval-links requests per minute per client address.",
     },
   }),
+  ...inGroup("GitHub", {
+    GITHUB_APP_ID: {
+      schema: z.coerce.number().int().positive().optional(),
+      whenUnset: "unset: no GitHub App (GitHub projects work as any https repository)",
+      doc: "The GitHub App's ID (its settings page), with which the platform signs its App JWTs.",
+    },
+    GITHUB_APP_PRIVATE_KEY: {
+      schema: z.string().transform((value) => value.replaceAll("\\n", "\n")).refine(
+        (value) => /-----BEGIN (RSA )?PRIVATE KEY-----/.test(value),
+        "must be the App's private key, PEM (-----BEGIN RSA PRIVATE KEY-----)",
+      ).optional(),
+      whenUnset: "unset: no GitHub App",
+      doc: "The GitHub App's private key (PEM as GitHub gives it; `\\n` may stand for line " +
+        "breaks), a secret that never leaves the functions.",
+    },
+    GITHUB_APP_SLUG: {
+      schema: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "must be the App's slug").optional(),
+      whenUnset: "unset: no GitHub App",
+      doc: "The App's slug (`${GITHUB_WEB_URL}/apps/<slug>`), which names its installation page " +
+        "in `status`'s `project.github.install_url`.",
+    },
+    GITHUB_WEBHOOK_SECRET: {
+      schema: z.string().min(1).optional(),
+      whenUnset: "unset: github-webhooks answers 503",
+      doc: "The App's webhook secret: github-webhooks accepts only deliveries whose " +
+        "`X-Hub-Signature-256` it signed.",
+    },
+    GITHUB_API_URL: {
+      schema: z.url().default("https://api.github.com"),
+      doc: "GitHub's REST API; GitHub Enterprise Server: `https://<host>/api/v3`.",
+    },
+    GITHUB_WEB_URL: {
+      schema: z.url().default("https://github.com"),
+      doc: "GitHub's web and git address: a project whose `repository_url` is " +
+        "`${GITHUB_WEB_URL}/<owner>/<repo>` (with or without `.git`) is a GitHub project.",
+    },
+  }),
   ...inGroup("Retention", {
     REQUEST_LOG_RETENTION_DAYS: {
       schema: positiveInt(30),
@@ -538,6 +576,17 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     }
   }
 
+  const githubApp = e.GITHUB_APP_ID !== undefined && e.GITHUB_APP_PRIVATE_KEY !== undefined &&
+      e.GITHUB_APP_SLUG !== undefined
+    ? { id: e.GITHUB_APP_ID, privateKey: e.GITHUB_APP_PRIVATE_KEY, slug: e.GITHUB_APP_SLUG }
+    : undefined;
+  const appSettings = [e.GITHUB_APP_ID, e.GITHUB_APP_PRIVATE_KEY, e.GITHUB_APP_SLUG];
+  if (!githubApp && appSettings.some((value) => value !== undefined)) {
+    throw new ConfigError(
+      "GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY and GITHUB_APP_SLUG: set all three, or none",
+    );
+  }
+
   const webhookSecretKey = e.WEBHOOK_SECRET_KEY
     ? decodeBase64(e.WEBHOOK_SECRET_KEY)
     : local
@@ -626,6 +675,13 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
         ),
       reminderMinutes: e.APPROVAL_REMINDER_MINUTES,
       approvalLinkRateLimit: e.APPROVAL_LINK_RATE_LIMIT,
+    },
+    github: {
+      apiUrl: e.GITHUB_API_URL.replace(/\/+$/, ""),
+      webUrl: e.GITHUB_WEB_URL.replace(/\/+$/, ""),
+      // The App (all three settings), or absent: GitHub projects are then plain https ones.
+      ...ifSet("app", githubApp),
+      ...ifSet("webhookSecret", e.GITHUB_WEBHOOK_SECRET),
     },
     webhooks: {
       // Absent only when hosted without WEBHOOK_SECRET_KEY: then nothing is delivered.

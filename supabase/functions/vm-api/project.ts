@@ -7,7 +7,8 @@ import type { status } from "../_contract/vm_api.ts";
 
 /** private.vm_status's answer: the contract's, its timestamps as PostgreSQL writes them. */
 export type StatusAnswer = ResponseOf<typeof status>;
-export type Project = StatusAnswer["project"];
+/** The project as private.vm_status answers it: status adds `github` (contract §16). */
+export type Project = Omit<StatusAnswer["project"], "github">;
 
 export function projectAnswer(project: Project): Project {
   const { month_to_date: spend } = project;

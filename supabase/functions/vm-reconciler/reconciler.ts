@@ -22,6 +22,7 @@ import {
   type OperationDeps,
   type SendPause,
 } from "../_shared/operations.ts";
+import { type DeliveriesReport, processGitHubDeliveries } from "../_shared/github/deliveries.ts";
 import { deliverDue, type DeliveryReport, noDeliveries } from "../_shared/webhooks/deliver.ts";
 import { type NotificationsReport, notificationsRun } from "./notifications.ts";
 import { controlCosts, type CostControlReport } from "./cost_control.ts";
@@ -48,6 +49,8 @@ export interface ReconcileReport {
   notifications: NotificationsReport;
   /** Schedules fired, idle projects warned and stopped, budgets told of and enforced. */
   cost_control: CostControlReport | null;
+  /** GitHub's webhook deliveries acted on by this run (those github-webhooks did not finish). */
+  github_deliveries: DeliveriesReport;
 }
 
 export interface ReconcileOptions {
@@ -162,6 +165,7 @@ export async function reconcileOnce(
   // Last, so the events this run recorded leave with it.
   const webhooks = await deliverRun(deps);
   const notifications = await notificationsRun(deps);
+  const github_deliveries = await processGitHubDeliveries(deps);
 
   return {
     dispatched: due.operations.length,
@@ -178,6 +182,7 @@ export async function reconcileOnce(
     webhooks,
     notifications,
     cost_control,
+    github_deliveries,
   };
 }
 

@@ -1,15 +1,24 @@
 import { status as contract } from "../../_contract/vm_api.ts";
+import { projectGitHub } from "../../_shared/github/project.ts";
 import { defineAction } from "../action.ts";
-import { projectAnswer, type StatusAnswer, utc } from "../project.ts";
+import { type Project, projectAnswer, type StatusAnswer, utc } from "../project.ts";
+
+/** private.vm_status's answer: the project without `github`, which this action adds. */
+type StatusRow = Omit<StatusAnswer, "project"> & { project: Project };
 
 export const status = defineAction(contract, async (ctx, input) => {
-  const stuckAfter = ctx.services.config.stuckAfterSeconds;
-  const row = await ctx.asUser<StatusAnswer>((sql) =>
+  const { config, sql } = ctx.services;
+  const stuckAfter = config.stuckAfterSeconds;
+  const row = await ctx.asUser<StatusRow>((sql) =>
     sql`private.vm_status(${input.project_id}, ${stuckAfter})`
   );
   const { project } = row;
   return {
-    project: projectAnswer(project),
+    // Asked once the user is known to be a member (vm_status refuses anyone else).
+    project: {
+      ...projectAnswer(project),
+      github: await projectGitHub(config.github, sql, project.repository_url),
+    },
     recent_activity: row.recent_activity.map((a) => ({ ...a, created_at: utc(a.created_at) })),
     ...(project.stuck ? { message: stuckMessage(project.status, stuckAfter) } : {}),
   };

@@ -52,6 +52,7 @@ Deno.test("status shows a member the project and its latest activity", async (t)
     assert.deepEqual(Object.keys(project).sort(), [
       "budget_alert_percent",
       "created_at",
+      "github",
       "health_status",
       "id",
       "idle_stop_minutes",

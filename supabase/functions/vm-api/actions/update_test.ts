@@ -66,7 +66,10 @@ Deno.test("update changes a project's name and repository, for its owners and ad
         }),
       );
       const status = await api.status(owner, projectId);
-      assert.deepEqual(settled(project), settled(status.project));
+      // status adds `github` (contract §16): null on a service without a GitHub App.
+      const { github, ...asUpdated } = status.project;
+      assert.equal(github, null);
+      assert.deepEqual(settled(project), settled(asUpdated));
       assert.equal(project.name, "After");
       assert.equal(project.repository_url, "https://github.com/acme/app.git");
       assert.equal(project.repository_branch, "develop");

@@ -4,9 +4,19 @@
  * statement (so the revision is the one of what it answers). The database holds the
  * secrets sealed; they are opened here, with the functions' key, for this answer only: not for
  * the request log, a log line or anything else.
+ *
+ * A GitHub project whose repository has the service's GitHub App installed gets git's
+ * credentials too (contract §16): an installation token for that one repository, cached sealed
+ * or minted now (_shared/github/tokens.ts), handled as the secrets are. Without it (no App, not
+ * installed, GitHub unreachable) the repository comes without credentials and the VM uses what
+ * it has (GIT_TOKEN).
  */
 import { ApiError } from "../../_contract/errors.ts";
 import { type Manifest, manifest as contract } from "../../_contract/reporter.ts";
+import { describeError, type Logger } from "../../_shared/log.ts";
+import type { BaseServices } from "../../_shared/base_services.ts";
+import { githubRepositoryOf } from "../../_shared/github/repository.ts";
+import { installationToken } from "../../_shared/github/tokens.ts";
 import { decryptSecret, fromHex, projectSecretsKey } from "../../_shared/sealing.ts";
 import { defineRoute, type Finish } from "../route.ts";
 
@@ -17,7 +27,11 @@ interface SealedManifest extends Omit<Manifest, "secrets"> {
 
 const open: Finish = async (data, { services, log }): Promise<Manifest> => {
   if (data === null) throw new ApiError("project_not_found", "This project no longer exists");
-  const { sealed, ...manifest } = data as SealedManifest;
+  const { sealed, ...opened } = data as SealedManifest;
+  const manifest = {
+    ...opened,
+    repository: await withCredentials(opened.repository, services, log),
+  };
   const names = Object.keys(sealed);
   if (names.length === 0) return { ...manifest, secrets: {} };
   const key = projectSecretsKey(services.config, log);
@@ -38,6 +52,37 @@ const open: Finish = async (data, { services, log }): Promise<Manifest> => {
   }
   return { ...manifest, secrets };
 };
+
+type Repository = Manifest["repository"];
+
+/** The repository with git's credentials when it is a GitHub one with the App installed. */
+async function withCredentials(
+  repository: Repository,
+  services: BaseServices,
+  log: Logger,
+): Promise<Repository> {
+  if (repository === null || !services.config.github.app) return repository;
+  const github = githubRepositoryOf(repository.url, services.config.github.webUrl);
+  if (!github) return repository;
+  try {
+    const token = await installationToken({ ...services, log }, github);
+    if (!token) return repository;
+    return {
+      ...repository,
+      credentials: {
+        username: "x-access-token",
+        password: token.token,
+        expires_at: token.expiresAt,
+      },
+    };
+  } catch (error) {
+    log.warn("no GitHub token for the manifest: GitHub did not give one", {
+      repository: `${github.owner}/${github.repo}`,
+      ...describeError(error),
+    });
+    return repository;
+  }
+}
 
 export const manifest = defineRoute(contract, {
   data: `(
