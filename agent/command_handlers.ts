@@ -9,7 +9,7 @@ import { writeFileAtomic } from "./atomic_file.ts";
 
 export const PERSONA_FILES = ["SOUL.md", "AGENTS.md", "COORDINATION.md"] as const;
 
-/** What start/stop/restart_agents do: the team's sessions (agent/team/team_runner.ts). */
+/** What start/stop/restart_agents and interrupt_agent do: the team's sessions (team_runner.ts). */
 export type AgentHook = (type: string, agents: string[]) => Promise<CommandOutcome>;
 
 export interface CommandContext {
@@ -67,11 +67,16 @@ export async function handleCommand(
     }
     case "start_agents":
     case "stop_agents":
-    case "restart_agents": {
+    case "restart_agents":
+    case "interrupt_agent": {
       if (!ctx.hook) {
         return { status: "failed", error: "No agent hook is configured on this VM (--hook)" };
       }
-      const agents = Array.isArray(payload.agents) ? payload.agents.map(String) : [];
+      const agents = command.type === "interrupt_agent"
+        ? [String(payload.agent)]
+        : Array.isArray(payload.agents)
+        ? payload.agents.map(String)
+        : [];
       return await ctx.hook(command.type, agents);
     }
     default:

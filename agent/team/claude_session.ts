@@ -192,6 +192,10 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
         : "The session was interrupted",
     };
   }
+  if (inbox.interrupted && result?.subtype === "error_during_execution") {
+    // Its last turn was interrupted (interrupt_agent) and no message came after.
+    return { ...base, end: "cut", exit_status: "interrupted", text: "The session was interrupted" };
+  }
   if (result?.subtype === "error_max_turns") {
     return {
       ...base,

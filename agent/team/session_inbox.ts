@@ -5,7 +5,9 @@
  * arrives while it works is written after it and reaches the model at its next request, in the
  * same session. The session's input closes once it answered everything it took and nothing more
  * is waiting; a message the session never took (it ended at that moment) is handed back, so it
- * goes to the board for the next session: never lost, never twice.
+ * goes to the board for the next session: never lost, never twice. An interrupt (`interrupt_agent`)
+ * stops what the session is doing and ends its turn; the session then waits for the next message
+ * as long as it is told (AGENT_IDLE_SESSION_MINUTES), and ends if none comes.
  */
 export interface InboxMessage {
   id: string;
@@ -21,6 +23,11 @@ export class SessionInbox {
   #open = false;
   readonly #written: InboxMessage[] = [];
   #taken = 0;
+  /** After an interrupt: how long the session waits for a message once its turn ended. */
+  #holdMs = 0;
+  #idle: ReturnType<typeof setTimeout> | undefined;
+  /** An interrupt was the last thing the session was told (its last turn ended on it). */
+  interrupted = false;
 
   /** The session's input, and the task's prompt as its first message. */
   async attach(stdin: WritableStream<Uint8Array>, prompt: string): Promise<void> {
@@ -37,6 +44,9 @@ export class SessionInbox {
   /** Writes a message into the running session; false when it takes no more input. */
   async send(message: InboxMessage): Promise<boolean> {
     if (!this.#open) return false;
+    // A message for a session waiting after an interrupt: it goes on.
+    clearTimeout(this.#idle);
+    this.interrupted = false;
     try {
       await this.#write(message);
       return true;
@@ -52,12 +62,44 @@ export class SessionInbox {
     await message?.onTaken?.();
   }
 
-  /** A turn ended: with nothing written that the session has not taken, its input closes. */
+  /**
+   * Stops what the session is doing (the CLI's `interrupt` control request): its turn ends, and it
+   * then waits `holdMs` for a message. False when the session takes no more input.
+   */
+  async interrupt(holdMs: number): Promise<boolean> {
+    if (!this.#open) return false;
+    const request = {
+      type: "control_request",
+      request_id: crypto.randomUUID(),
+      request: { subtype: "interrupt" },
+    };
+    try {
+      await this.#writer!.write(new TextEncoder().encode(`${JSON.stringify(request)}\n`));
+      this.#holdMs = holdMs;
+      this.interrupted = true;
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * A turn ended: with nothing written that the session has not taken, its input closes — at
+   * once, or after the wait an interrupt asked for.
+   */
   async turnEnded(): Promise<void> {
-    if (this.#taken >= this.#written.length) await this.close();
+    if (this.#taken < this.#written.length) return;
+    if (this.#holdMs > 0) {
+      clearTimeout(this.#idle);
+      this.#idle = setTimeout(() => this.close(), this.#holdMs);
+      this.#holdMs = 0;
+    } else {
+      await this.close();
+    }
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.#idle);
     if (!this.#open) return;
     this.#open = false;
     await this.#writer?.close().catch(() => {});

@@ -105,8 +105,22 @@ export class TeamRunner {
     this.#alarm.ring();
   }
 
-  /** start_agents, stop_agents and restart_agents act on sessions (contract §11). */
-  readonly hook: AgentHook = (type, names): Promise<CommandOutcome> => {
+  /**
+   * start_agents, stop_agents and restart_agents act on sessions (contract §11); interrupt_agent
+   * ends the running session's turn and keeps it for the next message (§17); without a session
+   * it does nothing and says so.
+   */
+  readonly hook: AgentHook = async (type, names): Promise<CommandOutcome> => {
+    if (type === "interrupt_agent") {
+      const inbox = this.#agents.get(names[0] ?? "")?.session?.inbox;
+      const interrupted = await inbox?.interrupt(this.#o.idleSessionMs) ?? false;
+      return {
+        status: "succeeded",
+        result: interrupted
+          ? { agents: names, interrupted: names }
+          : { agents: names, interrupted: [], note: "no session was running" },
+      };
+    }
     const agents = names.length ? names : this.#roster.map((a) => a.name);
     const interrupted: string[] = [];
     for (const name of agents) {
@@ -121,7 +135,7 @@ export class TeamRunner {
       }
     }
     this.wake();
-    return Promise.resolve({ status: "succeeded", result: { agents, interrupted } });
+    return { status: "succeeded", result: { agents, interrupted } };
   };
 
   async #run(): Promise<void> {

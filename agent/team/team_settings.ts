@@ -27,6 +27,8 @@ export interface TeamSettings {
   retryBaseMs: number;
   /** How often the CLI itself retries a busy model service (its CLAUDE_CODE_MAX_RETRIES). */
   modelMaxRetries?: number;
+  /** How long an interrupted session waits for the next message before it ends. */
+  idleSessionMs: number;
 }
 
 export function teamSettings(env: Record<string, string | undefined>): TeamSettings {
@@ -40,6 +42,8 @@ export function teamSettings(env: Record<string, string | undefined>): TeamSetti
       (positive(env.AGENT_SESSION_TIMEOUT_MINUTES, "AGENT_SESSION_TIMEOUT_MINUTES") ??
         DEFAULT_SESSION_TIMEOUT_MINUTES) * 60_000,
     retryBaseMs: (positive(env.AGENT_RETRY_BASE_SECONDS, "AGENT_RETRY_BASE_SECONDS") ?? 60) * 1000,
+    idleSessionMs: (positive(env.AGENT_IDLE_SESSION_MINUTES, "AGENT_IDLE_SESSION_MINUTES") ?? 10) *
+      60_000,
     ...(env.AGENT_MODEL_MAX_RETRIES
       ? { modelMaxRetries: whole(env.AGENT_MODEL_MAX_RETRIES, "AGENT_MODEL_MAX_RETRIES") }
       : {}),

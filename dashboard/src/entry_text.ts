@@ -33,6 +33,8 @@ export function entryText(action: string, details: Details): string {
       return `session failed: ${str(d.error)}`;
     case "session_cut":
       return `session cut (${str(d.exit_status)})`;
+    case "message_joined_session":
+      return "took a chat message into its running session";
     // Cost control (contract §12): why the platform stopped or did not start the project.
     case "vm_stop_requested":
       return d.reason === "idle"

@@ -22,7 +22,7 @@ create table public.vm_commands (
   project_id uuid not null references public.projects (id) on delete cascade,
   type text not null check (type in (
     'start_agents', 'stop_agents', 'restart_agents', 'deliver_message', 'update_persona_files',
-    'approval_decision', 'update_manifest'
+    'approval_decision', 'update_manifest', 'interrupt_agent'
   )),
   payload jsonb not null default '{}'::jsonb check (jsonb_typeof(payload) = 'object'),
   -- queued → leased (delivered, lease running) → running → succeeded | failed;
@@ -146,7 +146,9 @@ $$;
 
 /**
  * A member queues start_agents, stop_agents or restart_agents, with the payload
- * {"agents": [names]} or {}. VA403 for a non-member, VA400 for another type or payload.
+ * {"agents": [names]} or {}; or interrupt_agent with {"agent": name} (contract §17: the agent's
+ * running session ends its turn and waits for the next message). VA403 for a non-member, VA400
+ * for another type or payload.
  */
 create or replace function private.queue_vm_command(p_project_id uuid, p_type text, p_payload jsonb)
 returns uuid
@@ -159,13 +161,23 @@ declare
   v_user_id uuid := private.require_project_member(p_project_id);
   v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
 begin
-  if p_type is null or p_type not in ('start_agents', 'stop_agents', 'restart_agents') then
+  if p_type is null
+    or p_type not in ('start_agents', 'stop_agents', 'restart_agents', 'interrupt_agent')
+  then
     perform private.raise_error(
       'invalid_request',
-      'Command type must be start_agents, stop_agents or restart_agents'
+      'Command type must be start_agents, stop_agents, restart_agents or interrupt_agent'
     );
   end if;
-  if jsonb_typeof(v_payload) <> 'object'
+  if p_type = 'interrupt_agent' then
+    if jsonb_typeof(v_payload) <> 'object'
+      or exists (select 1 from jsonb_object_keys(v_payload) k where k <> 'agent')
+      or jsonb_typeof(v_payload -> 'agent') is distinct from 'string'
+      or char_length(v_payload ->> 'agent') not between 1 and 100
+    then
+      perform private.raise_error('invalid_request', 'Payload must be {"agent": agent name}');
+    end if;
+  elsif jsonb_typeof(v_payload) <> 'object'
     or exists (select 1 from jsonb_object_keys(v_payload) k where k <> 'agents')
     or (v_payload ? 'agents' and (
       jsonb_typeof(v_payload -> 'agents') <> 'array'

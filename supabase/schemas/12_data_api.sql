@@ -48,7 +48,8 @@ $$;
 grant execute on function private.raise_data_api_error(text, text) to authenticated;
 
 /**
- * Queues start_agents, stop_agents or restart_agents for the project's VM. Returns its id.
+ * Queues start_agents, stop_agents, restart_agents or interrupt_agent for the project's VM.
+ * Returns its id.
  */
 create or replace function public.queue_vm_command(
   p_project_id uuid,

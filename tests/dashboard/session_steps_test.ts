@@ -218,6 +218,7 @@ Deno.test("Rendering 2,000 steps with linkedom (the figure is printed, not asser
 
 Deno.test("Agents: Watch on each running agent, Steps on each past session", () => {
   const watched: string[] = [];
+  const interrupted: string[] = [];
   const read: string[] = [];
   const view = agentsView({
     status: [
@@ -231,12 +232,19 @@ Deno.test("Agents: Watch on each running agent, Steps on each past session", () 
     ],
   } as never, {
     watch: (agent: string) => watched.push(agent),
+    interrupt: (agent: string) => interrupted.push(agent),
     steps: (session: { session_id: string | null }) => read.push(session.session_id!),
   });
-  const watch = [...view.agents.querySelectorAll("button")];
-  assert.deepEqual(watch.map((b) => b.getAttribute("aria-label")), ["Watch lead's session"]);
-  watch[0]!.click();
+  const buttons = [...view.agents.querySelectorAll("button")];
+  assert.deepEqual(buttons.map((b) => b.getAttribute("aria-label")), [
+    "Watch lead's session",
+    "Interrupt lead",
+  ]);
+  buttons[0]!.click();
   assert.deepEqual(watched, ["lead"]);
+  // Interrupt, beside each running agent (contract §17).
+  buttons[1]!.click();
+  assert.deepEqual(interrupted, ["lead"]);
   const stepsButtons = [...view.sessions.querySelectorAll("button")];
   assert.deepEqual(stepsButtons.map((b) => b.textContent), ["Steps", "Steps"]);
   assert.match(

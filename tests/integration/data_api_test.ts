@@ -217,7 +217,7 @@ Deno.test("supabase-js calls the dashboard RPCs through /rest/v1", async (t) => 
         { p_project_id: a.projectId, p_type: "deliver_message" },
         400,
         "22023",
-        "Command type must be start_agents, stop_agents or restart_agents",
+        "Command type must be start_agents, stop_agents, restart_agents or interrupt_agent",
       ],
       [
         "queue_vm_command",

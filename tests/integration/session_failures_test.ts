@@ -9,7 +9,6 @@
 import assert from "node:assert/strict";
 import { runSession, type SessionSpec } from "../../agent/team/claude_session.ts";
 import { failClosed } from "../../agent/team/session.ts";
-import { SessionInbox } from "../../agent/team/session_inbox.ts";
 import { TaskBoard } from "../../agent/team/task_board.ts";
 import { ensureClaudeCode } from "../../local/claude_code.ts";
 import { startModelStandIn } from "../../local/model_standin/server.ts";
@@ -117,25 +116,6 @@ Deno.test("a session's end, as the model service makes it", async (t) => {
       );
       assert.equal(outcome.end, "cut");
       assert.equal(outcome.exit_status, "timeout");
-    });
-    await t.step("a message written while the session works joins it", async () => {
-      const inbox = new SessionInbox();
-      let taken = false;
-      let sessions = 0;
-      const running = runSession(spec("[model:slow=3000] run `echo one`", {
-        inbox,
-        onEvent: (e) => void (e.type === "system" && e.subtype === "init" && sessions++),
-      }));
-      await new Promise((r) => setTimeout(r, 1_000));
-      const text = "Also run `echo two`";
-      assert.ok(await inbox.send({ id: "m1", text, onTaken: () => void (taken = true) }));
-      const outcome = await running;
-      assert.equal(outcome.end, "completed", outcome.text);
-      assert.ok(taken, "the session took the message");
-      assert.ok(model.heard(text), "the model got it in that same session");
-      assert.equal(sessions, 1, "no second session");
-      assert.deepEqual(inbox.untaken(), []);
-      assert.equal(await inbox.send({ id: "m2", text: "too late" }), false, "a closed session");
     });
   } finally {
     await model.close();

@@ -23,10 +23,12 @@ type AgentSession = Tables<"agent_sessions">;
 /** What the area's buttons do: watch a running agent's session, read a session's steps. */
 export interface AgentActions {
   watch(agent: string): void;
+  /** Ends what the agent's session is doing; it waits for the next message (contract §17). */
+  interrupt(agent: string): void;
   steps(session: AgentSession): void;
 }
 
-const NO_ACTIONS: AgentActions = { watch() {}, steps() {} };
+const NO_ACTIONS: AgentActions = { watch() {}, interrupt() {}, steps() {} };
 
 /** How far back an agent's current session is looked for among the steps (by their `at`). */
 const CURRENT_SESSION_WITHIN_MS = 24 * 3600_000;
@@ -53,12 +55,23 @@ export function agentsView(
         when(agent.last_activity_at),
         agent.error ?? "",
         agent.status === "active" && agent.name
-          ? h("button", {
-            type: "button",
-            class: "secondary",
-            "aria-label": `Watch ${agent.name}'s session`,
-            onclick: () => actions.watch(agent.name!),
-          }, "Watch")
+          ? h(
+            "span",
+            {},
+            h("button", {
+              type: "button",
+              class: "secondary",
+              "aria-label": `Watch ${agent.name}'s session`,
+              onclick: () => actions.watch(agent.name!),
+            }, "Watch"),
+            " ",
+            h("button", {
+              type: "button",
+              class: "secondary",
+              "aria-label": `Interrupt ${agent.name}`,
+              onclick: () => actions.interrupt(agent.name!),
+            }, "Interrupt"),
+          )
           : "",
       ]),
     ),
@@ -114,6 +127,20 @@ export const mountAgents: MountArea = (root, context) => {
   }
 
   const actions: AgentActions = {
+    async interrupt(agent) {
+      try {
+        await queueVmCommand(client, {
+          p_project_id: project!.id,
+          p_type: "interrupt_agent",
+          p_payload: { agent },
+        });
+        context.say(
+          `Interrupt requested: ${agent} stops what it is doing and waits for your next message.`,
+        );
+      } catch (error) {
+        context.fail(error);
+      }
+    },
     watch(agent) {
       // Its open session in the history if the VM reported one; else the session it has reported
       // steps of most recently, found at the first read (and looked for again until there is one).

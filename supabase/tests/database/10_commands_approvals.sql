@@ -4,7 +4,7 @@
 -- and the VA codes of the VM side.
 begin;
 \ir fixtures.psql
-select plan(63);
+select plan(65);
 
 -- P1 belongs to the member, P2 to the other user.
 select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
@@ -46,17 +46,28 @@ select results_eq(
   $$select type, payload from public.vm_commands where id = current_setting('test.command_id')::uuid$$,
   $$values ('stop_agents'::text, '{}'::jsonb)$$,
   'the payload defaults to {}');
+select set_config('test.command_id',
+  public.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'interrupt_agent',
+    '{"agent": "builder"}')::text, true);
+select results_eq(
+  $$select type, payload from public.vm_commands where id = current_setting('test.command_id')::uuid$$,
+  $$values ('interrupt_agent'::text, '{"agent": "builder"}'::jsonb)$$,
+  'interrupt_agent names one agent');
+select throws_ok(
+  $$select public.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'interrupt_agent', '{}')$$,
+  '22023', 'Payload must be {"agent": agent name}',
+  'interrupt_agent without its agent is refused');
 select throws_ok(
   $$select public.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'reboot', '{}')$$,
-  '22023', 'Command type must be start_agents, stop_agents or restart_agents',
+  '22023', 'Command type must be start_agents, stop_agents, restart_agents or interrupt_agent',
   'an unknown command type is refused');
 select throws_ok(
   $$select public.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'deliver_message', '{}')$$,
-  '22023', 'Command type must be start_agents, stop_agents or restart_agents',
+  '22023', 'Command type must be start_agents, stop_agents, restart_agents or interrupt_agent',
   'a platform-only command type is refused');
 select throws_ok(
   $$select public.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', null, '{}')$$,
-  '22023', 'Command type must be start_agents, stop_agents or restart_agents',
+  '22023', 'Command type must be start_agents, stop_agents, restart_agents or interrupt_agent',
   'a missing command type is refused');
 select throws_ok(
   $$select public.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'start_agents', '{"force": true}')$$,
@@ -226,7 +237,7 @@ select throws_ok(
 select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
 select throws_ok(
   $$select private.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'reboot', '{}')$$,
-  'VA400', 'Command type must be start_agents, stop_agents or restart_agents',
+  'VA400', 'Command type must be start_agents, stop_agents, restart_agents or interrupt_agent',
   'queue_vm_command refuses an unknown type with VA400');
 select throws_ok(
   $$select private.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'start_agents', '{"force": true}')$$,
