@@ -55,6 +55,16 @@ export async function afterSession(
     }
   }
   events.push(...reports.pushEvents(agent.name, branch, published));
+  // A task's own branch, pushed: the platform opens its pull request, or updates it (§16).
+  if (task.kind === "work" && task.branch && published.pushed.length > 0) {
+    await reports.post("/pull-requests", {
+      task_id: task.id,
+      agent: agent.name,
+      branch: task.branch,
+      title: title(task.text, TITLE_CHARS),
+      body: task.text,
+    });
+  }
   if (events.length) await reports.post("/audit", { events });
   await reports.productivity(agent.name, outcome, published, now);
   if (published.attempts > 0 || task.kind === "conflict") {
@@ -80,6 +90,7 @@ export async function afterSession(
       text: "Resolve a rebase conflict",
       from: "runner",
       files: unresolved,
+      ...(task.branch ? { branch: task.branch } : {}),
     });
   }
 

@@ -17,7 +17,13 @@ export interface CloneOptions {
   agent: string;
   /** Where the team pushes; undefined: a repository of the VM's own, nothing is pushed. */
   remote: string | undefined;
+  /** The branch the clone works on and pushes: the project's, or a task's own (pull requests). */
   branch: string;
+  /**
+   * A task's branch starts from this one (the pull request's base) when the remote has none yet,
+   * and its commits count from it. The clone never pushes to it.
+   */
+  base?: string;
   /** The environment git runs with (gitEnvironment's, plus PATH and HOME). */
   env: Record<string, string>;
   /** GIT_TOKEN, given to the commands that talk to the remote only. */
@@ -135,8 +141,11 @@ export class AgentClone {
       }
     }
     if ((await this.#currentBranch()) === branch) return;
+    const { base } = this.#o;
     if (remote && await this.#remoteHas(branch)) {
       await this.#git(["checkout", "--quiet", "-B", branch, `origin/${branch}`]);
+    } else if (remote && base && await this.#fetch() && await this.#remoteHas(base)) {
+      await this.#git(["checkout", "--quiet", "-B", branch, `origin/${base}`]);
     } else if (await this.#hasCommits()) {
       await this.#git(["checkout", "--quiet", "-B", branch]);
     } else {
@@ -196,8 +205,10 @@ export class AgentClone {
           return result;
         }
       }
-      // The push moves origin/<branch> too: the range is taken by sha before it.
-      const from = base ? (await this.#git(["rev-parse", base])).out.trim() : undefined;
+      // The push moves origin/<branch> too: the range is taken by sha before it. A task's new
+      // branch counts from its base.
+      const since = base ?? await this.#baseRef();
+      const from = since ? (await this.#git(["rev-parse", since])).out.trim() : undefined;
       const push = await this.#git(
         ["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`],
         true,
@@ -306,12 +317,19 @@ export class AgentClone {
     return (await this.#git(["fetch", "--quiet", "--prune", "origin"], true)).code === 0;
   }
 
-  /** Commits not on the remote branch yet. */
+  /** A task branch not on the remote yet: its base on the remote, where its commits start. */
+  async #baseRef(): Promise<string | undefined> {
+    const { base } = this.#o;
+    return base && await this.#remoteHas(base) ? `origin/${base}` : undefined;
+  }
+
+  /** Commits not on the remote branch (or, for a new task branch, its base) yet. */
   async #ahead(): Promise<number> {
     if (!(await this.#hasCommits())) return 0;
-    const base = await this.#remoteHas(this.#o.branch)
-      ? [`origin/${this.#o.branch}..HEAD`]
-      : ["HEAD"];
+    const since = await this.#remoteHas(this.#o.branch)
+      ? `origin/${this.#o.branch}`
+      : await this.#baseRef();
+    const base = since ? [`${since}..HEAD`] : ["HEAD"];
     const out = await this.#git(["rev-list", "--count", ...base], true);
     return Number(out.out.trim()) || 0;
   }

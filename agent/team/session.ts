@@ -4,6 +4,7 @@
  */
 import { quote } from "shell-quote";
 import { afterSession } from "./after_session.ts";
+import { deliveryOf, taskBranch } from "./delivery.ts";
 import { AgentClone, gitEnvironment, gitIdentity } from "./agent_clone.ts";
 import { parseApprovalRules } from "./approval_rules.ts";
 import { runSession } from "./claude_session.ts";
@@ -32,13 +33,23 @@ export async function runTask(
   const manifest = team.options.manifest();
   const secrets = manifest?.secrets ?? {};
   const home = `${team.options.workspace}/agents/${agent.name}`;
-  const branch = manifest?.repository?.branch ?? "main";
+  const base = manifest?.repository?.branch ?? "main";
   const remote = manifest?.repository?.url;
+  // Delivered as pull requests: the task works on a branch of its own, started from the base.
+  const delivery = deliveryOf(manifest);
+  const ownBranch = delivery.mode === "pull_request" && remote
+    ? task.branch ?? taskBranch(delivery.branch_prefix, agent.name, task)
+    : undefined;
+  if (ownBranch && task.branch !== ownBranch) {
+    task = await team.board.update(task.id, { branch: ownBranch });
+  }
+  const branch = ownBranch ?? base;
   const clone = new AgentClone({
     dir: `${home}/repo`,
     agent: agent.name,
     remote,
     branch,
+    ...(ownBranch ? { base } : {}),
     env: { ...baseEnv(home), ...gitEnvironment(agent.name, secrets, remote) },
     ...(secrets.GIT_TOKEN ? { token: secrets.GIT_TOKEN } : {}),
   });

@@ -39,6 +39,8 @@ export interface Task {
   outcome?: string;
   /** A conflict task's files. */
   files?: string[];
+  /** Its own branch, when the project's work is delivered as pull requests (contract §16). */
+  branch?: string;
   /** A task given back to the board: not taken again before this instant (ISO). */
   not_before?: string;
   /** How many times it was given back (its next wait doubles). */

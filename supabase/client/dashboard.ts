@@ -221,7 +221,10 @@ export function answered<T>(answer: PostgrestSingleResponse<T>): T {
   return answer.data;
 }
 
-/** Queues start_agents, stop_agents or restart_agents (payload `{agents?: string[]}`). */
+/**
+ * Queues start_agents, stop_agents or restart_agents (`{agents?: string[]}`), or interrupt_agent
+ * (`{agent}`).
+ */
 export async function queueVmCommand(
   client: DashboardClient,
   args: Rpcs["queue_vm_command"]["Args"],

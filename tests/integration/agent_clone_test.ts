@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { AgentClone, gitEnvironment } from "../../agent/team/agent_clone.ts";
+import { taskBranch } from "../../agent/team/delivery.ts";
 import { ensureSampleRepository } from "../../local/fleet/sample_repository.ts";
 
 async function git(cwd: string, ...args: string[]): Promise<string> {
@@ -149,3 +150,38 @@ async function* walk(dir: string): AsyncGenerator<string> {
     else if (entry.isFile) yield path;
   }
 }
+
+Deno.test("a task's own branch: started from the base, pushed alone, never the base", async () => {
+  const root = await Deno.makeTempDir({ prefix: "agent-clone-" });
+  const remote = await ensureSampleRepository(`${root}/origin.git`);
+  const baseBefore = await git(remote, "rev-parse", "main");
+  const branch = taskBranch("agents/", "builder", {
+    id: "3f2a9c1e-0000-4000-8000-000000000000",
+    text: "Add a greeting to `src/hello.txt`!",
+  });
+  assert.equal(branch, "agents/builder/add-a-greeting-to-src-hello-txt-3f2a9c");
+  const work = new AgentClone({
+    dir: `${root}/builder`,
+    agent: "builder",
+    remote,
+    branch,
+    base: "main",
+    env: { PATH: Deno.env.get("PATH")!, HOME: root, ...gitEnvironment("builder", {}) },
+  });
+  await work.ensure();
+  assert.equal(await git(`${root}/builder`, "rev-parse", "HEAD"), baseBefore, "from the base");
+  await Deno.writeTextFile(`${root}/builder/src/hello.txt`, "builder: hello\n");
+  await work.commitLeftovers("Add a greeting");
+  const published = await work.publish();
+  assert.equal(published.pushed.length, 1, "only the task's own commit counts");
+  assert.equal(published.pushed[0]!.subject, "Add a greeting");
+  assert.equal(await git(remote, "rev-parse", "main"), baseBefore, "the base received nothing");
+  assert.equal(await git(remote, "log", "-1", "--format=%an", branch), "builder");
+  // A follow-up on the same task pushes to the same branch, counting only its commit.
+  await Deno.writeTextFile(`${root}/builder/src/hello.txt`, "builder: hello again\n");
+  await work.commitLeftovers("Answer the review");
+  const again = await work.publish();
+  assert.deepEqual(again.pushed.map((c) => c.subject), ["Answer the review"]);
+  assert.equal(await git(remote, "rev-parse", "main"), baseBefore);
+  await Deno.remove(root, { recursive: true });
+});
