@@ -44,14 +44,16 @@ export async function runTask(
     task = await team.board.update(task.id, { branch: ownBranch });
   }
   const branch = ownBranch ?? base;
+  // The platform's installation token for a GitHub project (§16), else the project's GIT_TOKEN.
+  const token = manifest?.repository?.credentials?.password ?? secrets.GIT_TOKEN;
   const clone = new AgentClone({
     dir: `${home}/repo`,
     agent: agent.name,
     remote,
     branch,
     ...(ownBranch ? { base } : {}),
-    env: { ...baseEnv(home), ...gitEnvironment(agent.name, secrets, remote) },
-    ...(secrets.GIT_TOKEN ? { token: secrets.GIT_TOKEN } : {}),
+    env: { ...baseEnv(home), ...gitEnvironment(agent.name, { GIT_TOKEN: token ?? "" }, remote) },
+    ...(token ? { token } : {}),
   });
   await Deno.mkdir(`${home}/home`, { recursive: true });
   await Deno.mkdir(`${home}/tmp`, { recursive: true });

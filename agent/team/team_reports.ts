@@ -178,8 +178,13 @@ export class TeamReports {
 
   /** Secret values never reach a report: a model may echo what its environment holds. */
   redact(text: string): string {
+    const manifest = this.#o.manifest();
+    const secrets = Object.entries(manifest?.secrets ?? {});
+    // The platform's installation token (§16) is a secret too.
+    const token = manifest?.repository?.credentials?.password;
+    if (token) secrets.push(["GITHUB_INSTALLATION_TOKEN", token]);
     let out = text;
-    for (const [name, value] of Object.entries(this.#o.manifest()?.secrets ?? {})) {
+    for (const [name, value] of secrets) {
       if (value.length >= 4) out = out.split(value).join(`[secret ${name}]`);
     }
     return out;
