@@ -90,7 +90,7 @@ select throws_ok(
   '22023', 'Payload must be {"agents": [agent names]} or {}',
   'a payload must be an object');
 select is((select count(*)::int from public.vm_commands
-           where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' and created_by is not null), 2,
+           where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' and created_by is not null), 3,
   'refused commands queue nothing');
 
 -- send_agent_message
@@ -218,8 +218,8 @@ reset role;
 -- Nothing the outsiders tried reached P1.
 select results_eq(
   $$select count(*)::int from public.vm_commands where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc'$$,
-  $$values (5)$$,
-  'P1 has exactly the commands its member queued (2 + 1 message + 2 decisions)');
+  $$values (6)$$,
+  'P1 has exactly the commands its member queued (3 + 1 message + 2 decisions)');
 
 -- =====================================================================================
 -- The functions behind the RPCs raise VA codes (as vm-api's do); the RPCs above translate them.
@@ -276,7 +276,7 @@ select throws_ok(
 select is(
   jsonb_array_length(private.poll_commands('cccccccc-cccc-4ccc-8ccc-cccccccccccc', '{"max": 50}',
     '{"rate_limit": 100, "unauthenticated_limit": 100, "command_lease_seconds": 60}') -> 'commands'),
-  6, 'a poll leases P1''s queued commands, with the decision of the approval it expired first');
+  7, 'a poll leases P1''s queued commands, with the decision of the approval it expired first');
 select is(
   private.report_command_status('cccccccc-cccc-4ccc-8ccc-cccccccccccc',
     jsonb_build_object('command_id', current_setting('test.command_id'), 'status', 'succeeded'),
