@@ -7,120 +7,78 @@
  * or time limit is cut. And the board's side: a task given back waits 1, 2, 4 … times the base.
  */
 import assert from "node:assert/strict";
-import { runSession, type SessionSpec } from "../../agent/team/claude_session.ts";
-import { failClosed } from "../../agent/team/session.ts";
+import { runSession } from "../../agent/team/claude_session.ts";
+import { sessionBench } from "../helpers/cli_sessions.ts";
 import { TaskBoard } from "../../agent/team/task_board.ts";
-import { ensureClaudeCode } from "../../local/claude_code.ts";
-import { startModelStandIn } from "../../local/model_standin/server.ts";
-
-const CLAUDE_ROOT = new URL("../../.local/claude-code", import.meta.url).pathname;
 
 Deno.test("a session's end, as the model service makes it", async (t) => {
-  const root = await Deno.makeTempDir({ prefix: "session-failures-" });
-  const claude = await ensureClaudeCode(CLAUDE_ROOT);
-  const model = await startModelStandIn({ hostname: "127.0.0.1" });
-  const repo = `${root}/repo`;
-  await Deno.mkdir(`${root}/home/.claude`, { recursive: true });
-  await Deno.mkdir(repo);
-  await new Deno.Command("git", { args: ["init", "-q"], cwd: repo }).output();
-  const settingsFile = `${root}/settings.json`;
-  await Deno.writeTextFile(
-    settingsFile,
-    JSON.stringify({
-      hooks: { PreToolUse: [{ matcher: "Bash", hooks: [failClosed("true", 30)] }] },
-    }),
-  );
-  const env = (retries?: number) => ({
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    HOME: `${root}/home`,
-    CLAUDE_CONFIG_DIR: `${root}/home/.claude`,
-    ANTHROPIC_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: "stand-in-key",
-    DISABLE_AUTOUPDATER: "1",
-    ...(retries !== undefined ? { CLAUDE_CODE_MAX_RETRIES: String(retries) } : {}),
-  });
-  const spec = (prompt: string, extra: Partial<SessionSpec> = {}): SessionSpec => ({
-    claude,
-    cwd: repo,
-    prompt,
-    systemPrompt: "# You are builder, an agent of this project's team",
-    model: "claude-sonnet-5-5",
-    env: env(),
-    settingsFile,
-    timeoutMs: 60_000,
-    maxTurns: 20,
-    signal: new AbortController().signal,
-    ...extra,
+  await using bench = await sessionBench("session-failures-");
+  const { spec } = bench;
+  const env = bench.env;
+
+  await t.step("a burst of 529s the CLI rides out completes the session", async () => {
+    const outcome = await runSession(spec("[model:overloaded=2] run `true`"));
+    assert.equal(outcome.end, "completed", outcome.text);
+    assert.equal(outcome.failure, undefined);
   });
 
-  try {
-    await t.step("a burst of 529s the CLI rides out completes the session", async () => {
-      const outcome = await runSession(spec("[model:overloaded=2] run `true`"));
-      assert.equal(outcome.end, "completed", outcome.text);
-      assert.equal(outcome.failure, undefined);
-    });
+  await t.step("overloaded past the CLI's retries: a transient failure", async () => {
+    const outcome = await runSession(spec("[model:overloaded] run `true`", { env: env(0) }));
+    assert.equal(outcome.end, "failed");
+    assert.equal(outcome.failure, "transient", outcome.text);
+  });
 
-    await t.step("overloaded past the CLI's retries: a transient failure", async () => {
-      const outcome = await runSession(spec("[model:overloaded] run `true`", { env: env(0) }));
-      assert.equal(outcome.end, "failed");
-      assert.equal(outcome.failure, "transient", outcome.text);
-    });
+  await t.step("a spend limit fails with a sentence saying what to do", async () => {
+    const outcome = await runSession(spec("[model:spend-limit] run `true`"));
+    assert.equal(outcome.end, "failed");
+    assert.equal(outcome.failure, "spend_limit", outcome.text);
+    assert.match(outcome.text, /spend limit .* raise it/);
+  });
 
-    await t.step("a spend limit fails with a sentence saying what to do", async () => {
-      const outcome = await runSession(spec("[model:spend-limit] run `true`"));
-      assert.equal(outcome.end, "failed");
-      assert.equal(outcome.failure, "spend_limit", outcome.text);
-      assert.match(outcome.text, /spend limit .* raise it/);
-    });
+  await t.step("an unknown model fails naming the model", async () => {
+    const outcome = await runSession(spec("run `true`", { model: "claude-nonexistent-1" }));
+    assert.equal(outcome.end, "failed");
+    assert.equal(outcome.failure, "unknown_model", outcome.text);
+    assert.match(outcome.text, /claude-nonexistent-1/);
+  });
 
-    await t.step("an unknown model fails naming the model", async () => {
-      const outcome = await runSession(spec("run `true`", { model: "claude-nonexistent-1" }));
-      assert.equal(outcome.end, "failed");
-      assert.equal(outcome.failure, "unknown_model", outcome.text);
-      assert.match(outcome.text, /claude-nonexistent-1/);
-    });
+  await t.step("tokens are modelUsage's sums, cache tokens included", async () => {
+    const events: Record<string, unknown>[] = [];
+    const outcome = await runSession(
+      spec("[model:cache] run `true`", { onEvent: (e) => events.push(e) }),
+    );
+    assert.equal(outcome.end, "completed", outcome.text);
+    const result = events.find((e) => e.type === "result") as {
+      modelUsage: Record<string, Record<string, number>>;
+    };
+    let input = 0;
+    let output = 0;
+    let cached = 0;
+    for (const m of Object.values(result.modelUsage)) {
+      input += m.inputTokens! + m.cacheReadInputTokens! + m.cacheCreationInputTokens!;
+      cached += m.cacheReadInputTokens! + m.cacheCreationInputTokens!;
+      output += m.outputTokens!;
+    }
+    assert.ok(cached > 0, "the stand-in reported cache tokens");
+    assert.equal(outcome.input_tokens, input);
+    assert.equal(outcome.output_tokens, output);
+  });
 
-    await t.step("tokens are modelUsage's sums, cache tokens included", async () => {
-      const events: Record<string, unknown>[] = [];
-      const outcome = await runSession(
-        spec("[model:cache] run `true`", { onEvent: (e) => events.push(e) }),
-      );
-      assert.equal(outcome.end, "completed", outcome.text);
-      const result = events.find((e) => e.type === "result") as {
-        modelUsage: Record<string, Record<string, number>>;
-      };
-      let input = 0;
-      let output = 0;
-      let cached = 0;
-      for (const m of Object.values(result.modelUsage)) {
-        input += m.inputTokens! + m.cacheReadInputTokens! + m.cacheCreationInputTokens!;
-        cached += m.cacheReadInputTokens! + m.cacheCreationInputTokens!;
-        output += m.outputTokens!;
-      }
-      assert.ok(cached > 0, "the stand-in reported cache tokens");
-      assert.equal(outcome.input_tokens, input);
-      assert.equal(outcome.output_tokens, output);
-    });
+  await t.step("a session past its turn limit is cut", async () => {
+    const outcome = await runSession(
+      spec("run `true` then run `true` then run `true`", { maxTurns: 1 }),
+    );
+    assert.equal(outcome.end, "cut", outcome.text);
+    assert.equal(outcome.exit_status, "max_turns");
+  });
 
-    await t.step("a session past its turn limit is cut", async () => {
-      const outcome = await runSession(
-        spec("run `true` then run `true` then run `true`", { maxTurns: 1 }),
-      );
-      assert.equal(outcome.end, "cut", outcome.text);
-      assert.equal(outcome.exit_status, "max_turns");
-    });
-
-    await t.step("a session past its time limit is cut, with what its stream showed", async () => {
-      const outcome = await runSession(
-        spec("[model:slow=8000] run `true`", { timeoutMs: 2_000 }),
-      );
-      assert.equal(outcome.end, "cut");
-      assert.equal(outcome.exit_status, "timeout");
-    });
-  } finally {
-    await model.close();
-    await Deno.remove(root, { recursive: true });
-  }
+  await t.step("a session past its time limit is cut, with what its stream showed", async () => {
+    const outcome = await runSession(
+      spec("[model:slow=8000] run `true`", { timeoutMs: 2_000 }),
+    );
+    assert.equal(outcome.end, "cut");
+    assert.equal(outcome.exit_status, "timeout");
+  });
 });
 
 Deno.test("a task given back waits 1, 2, 4 … times the base, at most 30", async () => {

@@ -6,116 +6,75 @@
  * takes the next message; a session waiting after an interrupt ends when no message comes.
  */
 import assert from "node:assert/strict";
-import { runSession, type SessionSpec } from "../../agent/team/claude_session.ts";
-import { failClosed } from "../../agent/team/session.ts";
+import { runSession } from "../../agent/team/claude_session.ts";
+import { sessionBench } from "../helpers/cli_sessions.ts";
 import { SessionInbox } from "../../agent/team/session_inbox.ts";
-import { ensureClaudeCode } from "../../local/claude_code.ts";
-import { startModelStandIn } from "../../local/model_standin/server.ts";
-
-const CLAUDE_ROOT = new URL("../../.local/claude-code", import.meta.url).pathname;
 
 Deno.test("a running session takes messages and interrupts", async (t) => {
-  const root = await Deno.makeTempDir({ prefix: "session-steering-" });
-  const claude = await ensureClaudeCode(CLAUDE_ROOT);
-  const model = await startModelStandIn({ hostname: "127.0.0.1" });
-  const repo = `${root}/repo`;
-  await Deno.mkdir(`${root}/home/.claude`, { recursive: true });
-  await Deno.mkdir(repo);
-  await new Deno.Command("git", { args: ["init", "-q"], cwd: repo }).output();
-  const settingsFile = `${root}/settings.json`;
-  await Deno.writeTextFile(
-    settingsFile,
-    JSON.stringify({
-      hooks: { PreToolUse: [{ matcher: "Bash", hooks: [failClosed("true", 30)] }] },
-    }),
-  );
-  const spec = (prompt: string, extra: Partial<SessionSpec>): SessionSpec => ({
-    claude,
-    cwd: repo,
-    prompt,
-    systemPrompt: "# You are builder, an agent of this project's team",
-    model: "claude-sonnet-5-5",
-    env: {
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      HOME: `${root}/home`,
-      CLAUDE_CONFIG_DIR: `${root}/home/.claude`,
-      ANTHROPIC_BASE_URL: model.url,
-      ANTHROPIC_API_KEY: "stand-in-key",
-      DISABLE_AUTOUPDATER: "1",
-    },
-    settingsFile,
-    timeoutMs: 60_000,
-    maxTurns: 20,
-    signal: new AbortController().signal,
-    ...extra,
-  });
+  await using bench = await sessionBench("session-steering-");
+  const { model, spec } = bench;
   const sessionsStarted = (events: Record<string, unknown>[]) =>
     new Set(
       events.filter((e) => e.type === "system" && e.subtype === "init").map((e) => e.session_id),
     )
       .size;
 
-  try {
-    await t.step("a message written while the session works joins it", async () => {
-      const inbox = new SessionInbox();
-      const events: Record<string, unknown>[] = [];
-      let taken = false;
-      const running = runSession(
-        spec("[model:slow=3000] run `echo one`", { inbox, onEvent: (e) => void events.push(e) }),
-      );
-      await new Promise((r) => setTimeout(r, 1_000));
-      const text = "Also run `echo two`";
-      assert.ok(await inbox.send({ id: "m1", text, onTaken: () => void (taken = true) }));
-      const outcome = await running;
-      assert.equal(outcome.end, "completed", outcome.text);
-      assert.ok(taken, "the session took the message");
-      assert.ok(model.heard(text), "the model got it in that same session");
-      assert.equal(sessionsStarted(events), 1, "no second session");
-      assert.deepEqual(inbox.untaken(), []);
-      assert.equal(await inbox.send({ id: "m2", text: "too late" }), false, "a closed session");
-    });
+  await t.step("a message written while the session works joins it", async () => {
+    const inbox = new SessionInbox();
+    const events: Record<string, unknown>[] = [];
+    let taken = false;
+    const running = runSession(
+      spec("[model:slow=3000] run `echo one`", { inbox, onEvent: (e) => void events.push(e) }),
+    );
+    await new Promise((r) => setTimeout(r, 1_000));
+    const text = "Also run `echo two`";
+    assert.ok(await inbox.send({ id: "m1", text, onTaken: () => void (taken = true) }));
+    const outcome = await running;
+    assert.equal(outcome.end, "completed", outcome.text);
+    assert.ok(taken, "the session took the message");
+    assert.ok(model.heard(text), "the model got it in that same session");
+    assert.equal(sessionsStarted(events), 1, "no second session");
+    assert.deepEqual(inbox.untaken(), []);
+    assert.equal(await inbox.send({ id: "m2", text: "too late" }), false, "a closed session");
+  });
 
-    await t.step("an interrupt ends the turn; the session takes the next message", async () => {
-      const inbox = new SessionInbox();
-      const events: Record<string, unknown>[] = [];
-      const results: number[] = [];
-      const started = performance.now();
-      const running = runSession(spec("[model:slow=20000] run `echo long`", {
-        inbox,
-        onEvent: (e) => {
-          events.push(e);
-          if (e.type === "result") results.push(performance.now() - started);
-        },
-      }));
-      await new Promise((r) => setTimeout(r, 1_500));
-      const asked = performance.now() - started;
-      assert.ok(await inbox.interrupt(30_000));
-      while (!results.length && performance.now() - started < 15_000) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      assert.equal(results.length, 1, "the interrupted turn ended");
-      assert.ok(results[0]! - asked < 5_000, `the turn ended ${results[0]! - asked} ms after`);
-      const next = "run `echo after`";
-      assert.ok(await inbox.send({ id: "m3", text: next }), "the session still takes messages");
-      const outcome = await running;
-      assert.equal(outcome.end, "completed", outcome.text);
-      assert.equal(results.length, 2, "a second turn, for the next message");
-      assert.ok(model.heard(next));
-      assert.equal(sessionsStarted(events), 1, "the same session");
-    });
+  await t.step("an interrupt ends the turn; the session takes the next message", async () => {
+    const inbox = new SessionInbox();
+    const events: Record<string, unknown>[] = [];
+    const results: number[] = [];
+    const started = performance.now();
+    const running = runSession(spec("[model:slow=20000] run `echo long`", {
+      inbox,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === "result") results.push(performance.now() - started);
+      },
+    }));
+    await new Promise((r) => setTimeout(r, 1_500));
+    const asked = performance.now() - started;
+    assert.ok(await inbox.interrupt(30_000));
+    while (!results.length && performance.now() - started < 15_000) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(results.length, 1, "the interrupted turn ended");
+    assert.ok(results[0]! - asked < 5_000, `the turn ended ${results[0]! - asked} ms after`);
+    const next = "run `echo after`";
+    assert.ok(await inbox.send({ id: "m3", text: next }), "the session still takes messages");
+    const outcome = await running;
+    assert.equal(outcome.end, "completed", outcome.text);
+    assert.equal(results.length, 2, "a second turn, for the next message");
+    assert.ok(model.heard(next));
+    assert.equal(sessionsStarted(events), 1, "the same session");
+  });
 
-    await t.step("a session waiting after an interrupt ends when no message comes", async () => {
-      const inbox = new SessionInbox();
-      const running = runSession(spec("[model:slow=20000] run `echo idle`", { inbox }));
-      await new Promise((r) => setTimeout(r, 1_500));
-      assert.ok(await inbox.interrupt(1_000));
-      const outcome = await running;
-      assert.equal(outcome.end, "cut", outcome.text);
-      assert.equal(outcome.exit_status, "interrupted");
-      assert.equal(await inbox.send({ id: "m4", text: "late" }), false);
-    });
-  } finally {
-    await model.close();
-    await Deno.remove(root, { recursive: true });
-  }
+  await t.step("a session waiting after an interrupt ends when no message comes", async () => {
+    const inbox = new SessionInbox();
+    const running = runSession(spec("[model:slow=20000] run `echo idle`", { inbox }));
+    await new Promise((r) => setTimeout(r, 1_500));
+    assert.ok(await inbox.interrupt(1_000));
+    const outcome = await running;
+    assert.equal(outcome.end, "cut", outcome.text);
+    assert.equal(outcome.exit_status, "interrupted");
+    assert.equal(await inbox.send({ id: "m4", text: "late" }), false);
+  });
 });
