@@ -8,7 +8,7 @@ const say = (line: string) => console.log(`[start] ${line}`);
 
 const stack = await startStack(say, printAddresses).catch((error: Error) => {
   // What stops the stack from starting is said in a sentence, not a stack trace.
-  say(`cannot start: ${error.message}`);
+  console.error(`[start] cannot start: ${error.message}`);
   Deno.exit(1);
 });
 Deno.addSignalListener("SIGINT", () => stack.shutdown("SIGINT"));

@@ -46,7 +46,7 @@ alter table private.session_steps enable row level security;
 -- Read through public.session_steps only (a security_invoker view: the reader's grants and these
 -- policies decide); its partitions grant nothing, so only the parent is read.
 revoke all on private.session_steps from public, anon, authenticated;
-grant select on private.session_steps to authenticated;
+grant select on private.session_steps to authenticated, service_role;
 
 create policy "Session steps are visible to project members"
   on private.session_steps for select to authenticated
@@ -65,7 +65,7 @@ comment on view public.session_steps is
   'Live sessions'' steps (contract §17) of the projects the user is a member of: read a session''s steps ordered by seq. Kept SESSION_STEP_RETENTION_DAYS.';
 
 revoke all on public.session_steps from anon, authenticated;
-grant select on public.session_steps to authenticated;
+grant select on public.session_steps to authenticated, service_role;
 
 /** Prepares the coming daily partitions of the steps and drops those past `p_retention_days`. */
 create or replace function private.maintain_session_steps(p_retention_days integer)
