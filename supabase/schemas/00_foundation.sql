@@ -96,6 +96,7 @@ as $$
     ('approval_outcome_conflict', 409),
     ('command_already_finished', 409),
     ('command_not_delivered', 409),
+    ('pull_requests_unavailable', 409),
     ('approval_link_gone', 410),
     ('payload_too_large', 413),
     ('rate_limited', 429),
@@ -105,6 +106,7 @@ as $$
     ('webhooks_unavailable', 503),
     ('secrets_unavailable', 503),
     ('github_unavailable', 503),
+    ('github_deferred', 503),
     ('spool_full', 507)
 $$;
 

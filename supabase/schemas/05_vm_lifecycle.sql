@@ -764,6 +764,11 @@ begin
       'monthly_budget_usd', p.monthly_budget_usd,
       'budget_alert_percent', p.budget_alert_percent,
       'last_stop_reason', p.last_stop_reason,
+      'delivery', p.delivery,
+      'draft_pull_requests', p.draft_pull_requests,
+      'agents_label', p.agents_label,
+      'branch_prefix', p.branch_prefix,
+      'ci_fix_rounds', p.ci_fix_rounds,
       'month_to_date_cost_usd', m.total_usd,
       'month_to_date', jsonb_build_object(
         'month', to_char(m.month, 'YYYY-MM'),

@@ -48,7 +48,8 @@ create table public.events (
     'project.created', 'project.status_changed', 'project.health_changed', 'project.stuck',
     'project.operation_failed', 'project.deleted', 'approval.requested', 'approval.decided',
     'approval.expired', 'message.created', 'agents.silent', 'webhook.test',
-    'project.auto_stop_scheduled', 'budget.threshold_reached', 'budget.exceeded'
+    'project.auto_stop_scheduled', 'budget.threshold_reached', 'budget.exceeded',
+    'pull_request.opened', 'pull_request.merged', 'pull_request.closed'
   )),
   organization_id uuid not null,
   -- No foreign key: a project's events outlive it (`project.deleted` is about a project gone).

@@ -99,7 +99,8 @@ begin
       'project.created', 'project.status_changed', 'project.health_changed', 'project.stuck',
       'project.operation_failed', 'project.deleted', 'approval.requested', 'approval.decided',
       'approval.expired', 'message.created', 'agents.silent', 'project.auto_stop_scheduled',
-      'budget.threshold_reached', 'budget.exceeded'
+      'budget.threshold_reached', 'budget.exceeded', 'pull_request.opened',
+      'pull_request.merged', 'pull_request.closed'
     )
   ) then
     perform private.raise_error('invalid_request', 'event_types holds an unknown event type');

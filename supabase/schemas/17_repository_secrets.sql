@@ -141,7 +141,9 @@ create trigger projects_manifest_changed
  * update: what `p_changes` holds of name, repository_url (null clears it), repository_branch and
  * the cost control settings (contract §12: idle_stop_minutes, schedule with the next instants
  * vm-api computed for it, monthly_budget_usd, budget_alert_percent; null clears the nullable
- * ones); one `project_updated` activity entry names what changed. A change is the user's
+ * ones) and the pull request settings (contract §16: delivery, draft_pull_requests, agents_label,
+ * branch_prefix, ci_fix_rounds; vm-api refuses `pull_request` for a repository not on GitHub);
+ * one `project_updated` activity entry names what changed. A change is the user's
  * activity (it moves the idle deadline); a budget change is checked at once
  * (private.enforce_budgets), so a budget set below this month's spend stops the project now.
  * Owners and admins only. Answers the project as `status` does.
@@ -165,6 +167,11 @@ declare
   v_schedule jsonb;
   v_budget numeric;
   v_percent integer;
+  v_delivery text;
+  v_draft boolean;
+  v_label text;
+  v_prefix text;
+  v_rounds integer;
   v_changed jsonb;
 begin
   perform private.require_project_admin(p_project_id);
@@ -184,6 +191,11 @@ begin
                    else v_before.monthly_budget_usd end;
   v_percent := coalesce((p_changes ->> 'budget_alert_percent')::integer,
                         v_before.budget_alert_percent);
+  v_delivery := coalesce(p_changes ->> 'delivery', v_before.delivery);
+  v_draft := coalesce((p_changes ->> 'draft_pull_requests')::boolean, v_before.draft_pull_requests);
+  v_label := coalesce(p_changes ->> 'agents_label', v_before.agents_label);
+  v_prefix := coalesce(p_changes ->> 'branch_prefix', v_before.branch_prefix);
+  v_rounds := coalesce((p_changes ->> 'ci_fix_rounds')::integer, v_before.ci_fix_rounds);
   select coalesce(jsonb_object_agg(c.field, c.value), '{}'::jsonb) into v_changed
   from (values
     ('name', to_jsonb(v_name), v_name is distinct from v_before.name),
@@ -194,7 +206,13 @@ begin
     ('monthly_budget_usd', to_jsonb(v_budget),
      v_budget is distinct from v_before.monthly_budget_usd),
     ('budget_alert_percent', to_jsonb(v_percent),
-     v_percent is distinct from v_before.budget_alert_percent)
+     v_percent is distinct from v_before.budget_alert_percent),
+    ('delivery', to_jsonb(v_delivery), v_delivery is distinct from v_before.delivery),
+    ('draft_pull_requests', to_jsonb(v_draft),
+     v_draft is distinct from v_before.draft_pull_requests),
+    ('agents_label', to_jsonb(v_label), v_label is distinct from v_before.agents_label),
+    ('branch_prefix', to_jsonb(v_prefix), v_prefix is distinct from v_before.branch_prefix),
+    ('ci_fix_rounds', to_jsonb(v_rounds), v_rounds is distinct from v_before.ci_fix_rounds)
   ) as c (field, value, changed)
   where c.changed;
   if v_changed <> '{}'::jsonb then
@@ -207,7 +225,9 @@ begin
           next_scheduled_stop_at = case when v_changed ? 'schedule'
             then (p_changes ->> 'next_scheduled_stop_at')::timestamptz
             else next_scheduled_stop_at end,
-          monthly_budget_usd = v_budget, budget_alert_percent = v_percent
+          monthly_budget_usd = v_budget, budget_alert_percent = v_percent,
+          delivery = v_delivery, draft_pull_requests = v_draft, agents_label = v_label,
+          branch_prefix = v_prefix, ci_fix_rounds = v_rounds
       where id = p_project_id;
     perform private.record_activity(p_project_id, 'project_updated', v_changed);
     update private.project_costs set last_activity_at = greatest(last_activity_at, now())

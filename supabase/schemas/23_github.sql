@@ -481,8 +481,9 @@ $$;
 
 /**
  * Acts on one delivery: `installation` and `installation_repositories` keep the installations;
- * an event about a repository no project names is `unknown_repository`; every other event is
- * recorded and `ignored` (pull requests, reviews, issues and checks are the next step).
+ * `pull_request` keeps the pull requests the platform opened (their end: merged or closed); an
+ * event about a repository no project names is `unknown_repository`; every other event is
+ * recorded and `ignored` (reviews, issues and checks are the next step).
  */
 create or replace function private.apply_github_delivery(
   d private.github_webhook_deliveries,
@@ -498,6 +499,7 @@ declare
   v_id bigint := (d.payload #>> '{installation,id}')::bigint;
   v_account text := d.payload #>> '{installation,account,login}';
   v_names text[];
+  v_applied text;
 begin
   if d.event = 'installation' then
     if d.action = 'deleted' then
@@ -522,6 +524,13 @@ begin
       from jsonb_array_elements(coalesce(d.payload -> 'repositories_removed', '[]')) r;
     perform private.remove_github_installation(v_id, v_names);
     return 'applied';
+  end if;
+  -- A pull request the platform opened (24_pull_requests.sql): its head, draft flag and end.
+  if d.event = 'pull_request' then
+    v_applied := private.apply_pull_request_delivery(d);
+    if v_applied is not null then
+      return v_applied;
+    end if;
   end if;
   if v_installation is not null and d.repository is not null
     and not private.project_names_github_repository(p_web_url, d.repository) then

@@ -446,8 +446,13 @@ export type Database = {
       };
       projects: {
         Row: {
+          agents_label: string;
+          branch_prefix: string;
           budget_alert_percent: number;
+          ci_fix_rounds: number;
           created_at: string;
+          delivery: string;
+          draft_pull_requests: boolean;
           health_status: string;
           id: string;
           idle_stop_minutes: number | null;
@@ -473,8 +478,13 @@ export type Database = {
           vm_size: string;
         };
         Insert: {
+          agents_label?: string;
+          branch_prefix?: string;
           budget_alert_percent?: number;
+          ci_fix_rounds?: number;
           created_at?: string;
+          delivery?: string;
+          draft_pull_requests?: boolean;
           health_status?: string;
           id?: string;
           idle_stop_minutes?: number | null;
@@ -500,8 +510,13 @@ export type Database = {
           vm_size?: string;
         };
         Update: {
+          agents_label?: string;
+          branch_prefix?: string;
           budget_alert_percent?: number;
+          ci_fix_rounds?: number;
           created_at?: string;
+          delivery?: string;
+          draft_pull_requests?: boolean;
           health_status?: string;
           id?: string;
           idle_stop_minutes?: number | null;
@@ -925,6 +940,27 @@ export type Database = {
           name: string | null;
           project_id: string | null;
           updated_at: string | null;
+        };
+        Relationships: [];
+      };
+      pull_requests: {
+        Row: {
+          agent: string | null;
+          base: string | null;
+          branch: string | null;
+          checks: string | null;
+          cost_usd: number | null;
+          draft: boolean | null;
+          head_sha: string | null;
+          number: number | null;
+          opened_at: string | null;
+          project_id: string | null;
+          sessions: number | null;
+          state: string | null;
+          task_id: string | null;
+          title: string | null;
+          updated_at: string | null;
+          url: string | null;
         };
         Relationships: [];
       };

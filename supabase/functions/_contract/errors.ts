@@ -197,6 +197,14 @@ export const ERROR_CODES = {
     when: "A status is reported for a command this VM has not polled yet.",
     action: "Poll for commands (`/commands/poll`) first.",
   },
+  pull_requests_unavailable: {
+    status: 409,
+    when: "VM Reporter `/pull-requests`: the project does not deliver by pull request: its " +
+      "repository is not on the service's GitHub, the service has no GitHub App, the App is not " +
+      "installed on the repository, or the project's `delivery` is `push`.",
+    action: "Push instead (the manifest's `delivery.mode`), or install the App and set " +
+      "`delivery` to `pull_request`.",
+  },
   approval_link_gone: {
     status: 410,
     when: "The approval link's approval is already decided or has expired (the sentence says " +
@@ -245,6 +253,12 @@ export const ERROR_CODES = {
     when: "github-webhooks cannot verify deliveries: the service has no `GITHUB_WEBHOOK_SECRET`.",
     action: "An operator sets the GitHub App's settings (docs/github.md); GitHub redelivers on " +
       "request from the App's settings.",
+  },
+  github_deferred: {
+    status: 503,
+    when: "GitHub's limits (a 403 or 429) or an outage (5xx) held a call to GitHub back; nothing " +
+      "was lost.",
+    action: "Retry after the seconds the `Retry-After` header gives (the VM agent's spool does).",
   },
   spool_full: {
     status: 507,

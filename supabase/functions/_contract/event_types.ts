@@ -18,6 +18,9 @@ export const EVENT_TYPES = [
   "project.auto_stop_scheduled",
   "budget.threshold_reached",
   "budget.exceeded",
+  "pull_request.opened",
+  "pull_request.merged",
+  "pull_request.closed",
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

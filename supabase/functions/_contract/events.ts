@@ -14,6 +14,16 @@ const at = z.iso.datetime({ offset: true });
 const ids = { organization_id: uuid };
 const projectIds = { organization_id: uuid, project_id: uuid };
 
+/** The pull_request.* events' data (contract §16). */
+const pullRequestData = z.object({
+  ...projectIds,
+  number: z.int().describe("The pull request's number on GitHub"),
+  url: z.string().describe("Its page on GitHub"),
+  branch: z.string().describe("Its head branch, the task's"),
+  agent: z.string(),
+  task_id: z.string(),
+});
+
 export const EVENT_DATA: Record<EventType, z.ZodObject> = {
   "project.created": z.object({
     ...projectIds,
@@ -83,6 +93,9 @@ export const EVENT_DATA: Record<EventType, z.ZodObject> = {
     month_to_date_usd: z.number(),
     budget_usd: z.number(),
   }),
+  "pull_request.opened": pullRequestData,
+  "pull_request.merged": pullRequestData,
+  "pull_request.closed": pullRequestData,
 };
 
 /** The body of every delivery: Standard Webhooks' `{type, timestamp, data}`. */

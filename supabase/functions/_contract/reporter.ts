@@ -20,6 +20,7 @@ import {
   percent,
   projectStatus,
   recorded,
+  repositoryBranch,
   text,
   timestamp,
   uniqueBy,
@@ -216,8 +217,12 @@ export const productivityMetrics = route({
     period_start: timestamp.nullish(),
     period_end: timestamp.nullish(),
     commits: count.nullish(),
-    prs_opened: count.nullish(),
-    prs_merged: count.nullish(),
+    prs_opened: count.nullish().describe(
+      "Not stored: the platform counts the pull requests it opens (contract §16)",
+    ),
+    prs_merged: count.nullish().describe(
+      "Not stored: the platform counts the pull requests merged on GitHub (contract §16)",
+    ),
     lines_added: count.nullish(),
     lines_removed: count.nullish(),
     active_minutes: count.nullish(),
@@ -368,7 +373,7 @@ export const manifest = route({
       "Every project secret by name, in clear: keep them out of files, remote URLs and logs",
     ),
     revision: z.int().min(1).describe(
-      "Changes whenever the repository, a secret or the monthly budget changes; " +
+      "Changes whenever the repository, a secret, the monthly budget or the delivery changes; " +
         "update_manifest commands carry it",
     ),
     budget: z.object({
@@ -379,8 +384,55 @@ export const manifest = route({
       "null: the project has no monthly budget. Each session gets --max-budget-usd of what is " +
         "left (contract §11a)",
     ),
+    delivery: z.object({
+      mode: z.enum(["pull_request", "push"]).describe(
+        "pull_request: each task on its own branch, pushed and reported on /pull-requests; " +
+          "push: the branch itself (contract §11)",
+      ),
+      branch_prefix: z.string().describe(
+        "A task's branch is <branch_prefix><agent>/<slug>-<6 hex of the task id>",
+      ),
+      draft: z.boolean().describe("The platform opens the pull requests as drafts"),
+    }).optional().describe(
+      "How the agents' work reaches the repository (contract §16). Always answered; a manifest " +
+        "kept from before it existed is read as push",
+    ),
   }),
   spooled: false,
+});
+
+// --- /pull-requests (contract §16) ---------------------------------------------------------------
+
+export const pullRequests = route({
+  path: "/pull-requests",
+  summary: "A task's branch was pushed: the platform opens its pull request on GitHub (base " +
+    "repository_branch, a draft per draft_pull_requests) or, for a branch that has one, updates " +
+    "its body; one pull request per branch, whatever the retries.",
+  request: z.object({
+    task_id: text(200).describe("The task the branch is for"),
+    agent: agentName.describe("The agent working on it"),
+    branch: repositoryBranch.describe("The pushed branch: <branch_prefix><agent>/<slug>-<hex>"),
+    title: text(256).describe("The pull request's title"),
+    body: z.string({ error: "must be a string" })
+      .max(50_000, { error: "must be at most 50000 characters" })
+      .describe(
+        "What was asked; the platform adds who asked, the agent and a footer it keeps " +
+          "current (sessions, tokens and cost so far, the dashboard)",
+      ),
+    requested_by: text(200).nullish().describe("Who asked (a person's name or a GitHub login)"),
+    issue: z.int({ error: "must be an issue number" }).positive({ error: "must be > 0" })
+      .nullish().describe("The issue the task came from: the body says Closes #<n>"),
+  }),
+  response: z.object({
+    number: z.int().describe("The pull request's number on GitHub"),
+    url: z.string().describe("Its page on GitHub"),
+    state: z.enum(["open", "merged", "closed"]),
+  }),
+  refusals: {
+    409: "The project does not deliver by pull request (not a GitHub project, no GitHub App, " +
+      "the App not installed, or delivery push): pull_requests_unavailable",
+  },
+  spooled: true,
 });
 
 // --- /sessions/steps (contract §17) ------------------------------------------------------------
@@ -556,6 +608,7 @@ export const REPORTER_ROUTES = [
   approvalsAck,
   manifest,
   sessionSteps,
+  pullRequests,
 ] as const;
 
 /** Path → route, for the routes the VM agent's socket takes from the team. */
@@ -580,6 +633,7 @@ export type ApprovalRequest = RequestOf<typeof approvals>;
 export type ApprovalAck = RequestOf<typeof approvalsAck>;
 export type SessionStep = RequestOf<typeof sessionSteps>["steps"][number];
 export type SessionStepKind = (typeof SESSION_STEP_KINDS)[number];
+export type PullRequestReport = RequestOf<typeof pullRequests>;
 
 export type BootstrapAnswer = ResponseOf<typeof bootstrap>;
 export type HealthAnswer = ResponseOf<typeof health>;
@@ -592,3 +646,4 @@ export type ApprovalAnswer = ResponseOf<typeof approvals>;
 export type ApprovalAckAnswer = ResponseOf<typeof approvalsAck>;
 export type Manifest = ResponseOf<typeof manifest>;
 export type SessionStepsAnswer = ResponseOf<typeof sessionSteps>;
+export type PullRequestAnswer = ResponseOf<typeof pullRequests>;

@@ -105,6 +105,36 @@ const budgetAlertPercent = z.int({ error: "must be a whole percentage between 1 
 
 export const LAST_STOP_REASONS = ["user", "idle", "schedule", "budget"] as const;
 
+// --- Pull requests on GitHub (contract §16) ------------------------------------------------------
+
+export const DELIVERY_MODES = ["pull_request", "push"] as const;
+
+const delivery = z.enum(DELIVERY_MODES, { error: "must be pull_request or push" });
+
+const agentsLabel = z.string({ error: "must be a string" })
+  .min(1, { error: "must not be empty" })
+  .max(50, { error: "must be at most 50 characters (GitHub's limit for a label)" })
+  .refine((label) => label === label.trim() && !/[\p{Cc}]/u.test(label), {
+    error: "must not start or end with spaces or hold control characters",
+  });
+
+const branchPrefix = z.string({ error: "must be a string" })
+  .min(1, { error: "must not be empty" })
+  .max(100, { error: "must be at most 100 characters" })
+  .refine(
+    (prefix) =>
+      /^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(prefix) &&
+      !/\.\.|\/\/|\/\.|\.lock(\/|$)|\.$/.test(prefix),
+    {
+      error: "must start with a letter or digit and hold only letters, digits, . _ / and -, " +
+        "without .., //, /. , .lock or a final . (e.g. agents/)",
+    },
+  );
+
+const ciFixRounds = z.int({ error: "must be a whole number between 0 and 20" })
+  .min(0, { error: "must be between 0 and 20" })
+  .max(20, { error: "must be between 0 and 20" });
+
 /** The Project resource, as status and update answer it. */
 const project = z.object({
   id: z.uuid(),
@@ -130,6 +160,14 @@ const project = z.object({
   budget_alert_percent: z.int().describe("budget.threshold_reached at this share of the budget"),
   last_stop_reason: z.enum(LAST_STOP_REASONS).nullable()
     .describe("Why it was last stopped (null: never stopped since this was recorded)"),
+  delivery: delivery.describe(
+    "How the agents' work reaches the repository: pull_request (a GitHub project with the " +
+      "service's GitHub App; the default there) or push (every other repository)",
+  ),
+  draft_pull_requests: z.boolean().describe("Pull requests are opened as drafts"),
+  agents_label: z.string().describe("An issue with this label is a task for the agents"),
+  branch_prefix: z.string().describe("Each task's branch is <branch_prefix><agent>/<slug>-<hex>"),
+  ci_fix_rounds: z.int().describe("Follow-ups for failed checks per pull request at most"),
   month_to_date_cost_usd: z.number().describe("This UTC month's model and compute cost"),
   month_to_date: z.object({
     month: z.string().describe("The UTC month, YYYY-MM"),
@@ -170,9 +208,10 @@ export const status = action({
 });
 
 export const update = action({
-  summary: "Renames the project, changes its repository or its cost control (idle stop, " +
-    "schedule, monthly budget; owners and admins); answers the project as status does. A " +
-    "repository change is sent to the VM (update_manifest).",
+  summary: "Renames the project, changes its repository, its cost control (idle stop, " +
+    "schedule, monthly budget) or its pull request settings (owners and admins); answers the " +
+    "project as status does. A change of the repository or the delivery is sent to the VM " +
+    "(update_manifest).",
   request: z.object({
     action: z.literal("update"),
     project_id: projectId,
@@ -184,6 +223,14 @@ export const update = action({
     schedule: schedule.nullable().optional().describe("null: no schedule"),
     monthly_budget_usd: monthlyBudgetUsd.nullable().optional().describe("null: no cap"),
     budget_alert_percent: budgetAlertPercent.optional().describe("1..99 (default 80)"),
+    delivery: delivery.optional().describe(
+      "pull_request (default for a GitHub project; refused for any other repository) or push",
+    ),
+    draft_pull_requests: z.boolean({ error: "must be true or false" }).optional()
+      .describe("Open pull requests as drafts (default false)"),
+    agents_label: agentsLabel.optional().describe("Default agents"),
+    branch_prefix: branchPrefix.optional().describe("Default agents/"),
+    ci_fix_rounds: ciFixRounds.optional().describe("0..20 (default 3)"),
   }),
   response: z.object({ project }),
 });

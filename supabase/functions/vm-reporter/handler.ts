@@ -114,14 +114,18 @@ export function createVmReporter(services: BaseServices): (request: Request) => 
       }
 
       const data = await dispatch.run(definition.statement, projectId, tokenHash, body);
-      if (definition.events) webhooks.soon();
-      if (definition.emails) emails.soon();
-      log.debug("vm-reporter request", { route, project_id: projectId });
-      return success(
-        definition.finish
-          ? await definition.finish(data, { services, log: log.with({ project_id: projectId }) })
-          : data,
-      );
+      try {
+        log.debug("vm-reporter request", { route, project_id: projectId });
+        return success(
+          definition.finish
+            ? await definition.finish(data, { services, log: log.with({ project_id: projectId }) })
+            : data,
+        );
+      } finally {
+        // After `finish` too: it may record events (the pull request opened).
+        if (definition.events) webhooks.soon();
+        if (definition.emails) emails.soon();
+      }
     }
   };
 }

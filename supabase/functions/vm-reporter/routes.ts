@@ -14,6 +14,7 @@ import { health } from "./routes/health.ts";
 import { manifest } from "./routes/manifest.ts";
 import { messages } from "./routes/messages.ts";
 import { productivityMetrics } from "./routes/productivity_metrics.ts";
+import { pullRequests } from "./routes/pull_requests.ts";
 import { sessionSteps } from "./routes/session_steps.ts";
 import { taskMetrics } from "./routes/task_metrics.ts";
 
@@ -32,6 +33,7 @@ export const routeList: readonly Route[] = [
   approvalsAck,
   manifest,
   sessionSteps,
+  pullRequests,
 ];
 
 /** Path below /vm-reporter → its route. */

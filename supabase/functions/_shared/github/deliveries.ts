@@ -1,21 +1,25 @@
 /**
  * Acting on recorded webhook deliveries (private.process_github_deliveries, 23_github.sql), at
  * least once: github-webhooks acts on its own right after its answer, and every reconciler run
- * on whatever is still unprocessed (the handler's isolate ended first, or the act failed).
+ * on whatever is still unprocessed (the handler's isolate ended first, or the act failed). Then
+ * the branches of pull requests that ended (merged or closed) are deleted on GitHub
+ * (pull_requests.ts): what one run could not delete, the next tries again.
  */
 import type { Config } from "../config.ts";
 import type { Sql } from "../db.ts";
+import type { Logger } from "../log.ts";
+import { deleteEndedBranches } from "./pull_requests.ts";
 
 /** Deliveries a reconciler run acts on at most. */
 export const DELIVERIES_PER_RUN = 200;
 /** An act that fails this often is given up (`failed`, with its last error). */
 export const DELIVERY_MAX_ATTEMPTS = 10;
 
-/** Outcome → count: applied, ignored, unknown_repository, retried, failed. */
+/** Outcome → count: applied, ignored, unknown_repository, retried, failed; branches_deleted. */
 export type DeliveriesReport = Record<string, number>;
 
 export async function processGitHubDeliveries(
-  deps: { config: Pick<Config, "github">; sql: Sql },
+  deps: { config: Pick<Config, "github" | "sealingKey">; sql: Sql; log: Logger },
   only?: string,
 ): Promise<DeliveriesReport> {
   const [{ report }] = await deps.sql<[{ report: DeliveriesReport }]>`
@@ -23,5 +27,6 @@ export async function processGitHubDeliveries(
       ${deps.config.github.webUrl}, ${only === undefined ? DELIVERIES_PER_RUN : 1},
       ${DELIVERY_MAX_ATTEMPTS}, ${only ?? null}
     ) as report`;
-  return report;
+  const deleted = await deleteEndedBranches(deps);
+  return deleted > 0 ? { ...report, branches_deleted: deleted } : report;
 }

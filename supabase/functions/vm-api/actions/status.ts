@@ -1,4 +1,5 @@
 import { status as contract } from "../../_contract/vm_api.ts";
+import { deliveryMode } from "../../_shared/github/delivery.ts";
 import { projectGitHub } from "../../_shared/github/project.ts";
 import { defineAction } from "../action.ts";
 import { type Project, projectAnswer, type StatusAnswer, utc } from "../project.ts";
@@ -17,6 +18,7 @@ export const status = defineAction(contract, async (ctx, input) => {
     // Asked once the user is known to be a member (vm_status refuses anyone else).
     project: {
       ...projectAnswer(project),
+      delivery: deliveryMode(config.github, project),
       github: await projectGitHub(config.github, sql, project.repository_url),
     },
     recent_activity: row.recent_activity.map((a) => ({ ...a, created_at: utc(a.created_at) })),

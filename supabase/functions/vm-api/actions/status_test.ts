@@ -50,8 +50,13 @@ Deno.test("status shows a member the project and its latest activity", async (t)
 
     const { project, recent_activity } = await api.status(user, projectId);
     assert.deepEqual(Object.keys(project).sort(), [
+      "agents_label",
+      "branch_prefix",
       "budget_alert_percent",
+      "ci_fix_rounds",
       "created_at",
+      "delivery",
+      "draft_pull_requests",
       "github",
       "health_status",
       "id",

@@ -1,6 +1,7 @@
 /**
- * The VM's manifest (contract §10): the project's repository, its secrets and their revision, and
- * its monthly budget with this month's cost so far (§11a: what a session may spend), read in one
+ * The VM's manifest (contract §10): the project's repository, its secrets and their revision, its
+ * monthly budget with this month's cost so far (§11a: what a session may spend) and how the agents
+ * deliver (§16: pull_request only for a GitHub project with the App, else push), read in one
  * statement (so the revision is the one of what it answers). The database holds the
  * secrets sealed; they are opened here, with the functions' key, for this answer only: not for
  * the request log, a log line or anything else.
@@ -15,22 +16,34 @@ import { ApiError } from "../../_contract/errors.ts";
 import { type Manifest, manifest as contract } from "../../_contract/reporter.ts";
 import { describeError, type Logger } from "../../_shared/log.ts";
 import type { BaseServices } from "../../_shared/base_services.ts";
+import { deliveryMode } from "../../_shared/github/delivery.ts";
 import { githubRepositoryOf } from "../../_shared/github/repository.ts";
 import { installationToken } from "../../_shared/github/tokens.ts";
 import { decryptSecret, fromHex, projectSecretsKey } from "../../_shared/sealing.ts";
 import { defineRoute, type Finish } from "../route.ts";
 
-/** What the statement answers: the manifest, its secrets still sealed (hex). */
-interface SealedManifest extends Omit<Manifest, "secrets"> {
+/**
+ * What the statement answers: the manifest, its secrets still sealed (hex), and the delivery
+ * setting, whose mode depends on the service's GitHub (contract §16).
+ */
+interface SealedManifest extends Omit<Manifest, "secrets" | "delivery"> {
   sealed: Record<string, string>;
+  delivery: Omit<NonNullable<Manifest["delivery"]>, "mode"> & { setting: string };
 }
 
 const open: Finish = async (data, { services, log }): Promise<Manifest> => {
   if (data === null) throw new ApiError("project_not_found", "This project no longer exists");
-  const { sealed, ...opened } = data as SealedManifest;
+  const { sealed, delivery: { setting, ...delivery }, ...opened } = data as SealedManifest;
   const manifest = {
     ...opened,
     repository: await withCredentials(opened.repository, services, log),
+    delivery: {
+      mode: deliveryMode(services.config.github, {
+        repository_url: opened.repository?.url ?? null,
+        delivery: setting,
+      }),
+      ...delivery,
+    },
   };
   const names = Object.keys(sealed);
   if (names.length === 0) return { ...manifest, secrets: {} };
@@ -96,7 +109,9 @@ export const manifest = defineRoute(contract, {
       'revision', p.manifest_revision,
       'budget', case when p.monthly_budget_usd is null then null
         else jsonb_build_object('monthly_usd', p.monthly_budget_usd, 'spent_usd', c.total_usd,
-          'month', to_char(c.month, 'YYYY-MM')) end)
+          'month', to_char(c.month, 'YYYY-MM')) end,
+      'delivery', jsonb_build_object('setting', p.delivery, 'branch_prefix', p.branch_prefix,
+        'draft', p.draft_pull_requests))
     from public.projects p
     join public.month_to_date_costs c on c.project_id = p.id
     where p.id = a.project_id)`,

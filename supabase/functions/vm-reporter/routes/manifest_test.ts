@@ -22,6 +22,8 @@ import type { Manifest } from "../../_contract/reporter.ts";
 
 /** High enough that no step here is ever rate limited. */
 const ENV = { VM_REPORTER_RATE_LIMIT: "100000", VM_API_RATE_LIMIT: "100000" };
+/** Not a GitHub project here: the agents push (contract §16). */
+const PUSH = { mode: "push", branch_prefix: "agents/", draft: false };
 const TOKEN_VALUE = "ghp_manifestSecretValue_9876543210";
 const API_KEY_VALUE = "sk-ant-manifest-ünïcödé-value";
 
@@ -46,6 +48,7 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       secrets: {},
       revision: 1,
       budget: null,
+      delivery: PUSH,
     });
   });
 
@@ -58,6 +61,7 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       secrets: { ANTHROPIC_API_KEY: API_KEY_VALUE, GIT_TOKEN: TOKEN_VALUE },
       revision: 4,
       budget: null,
+      delivery: PUSH,
     });
   });
 
@@ -83,6 +87,8 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       ["url", () => act("update", { repository_url: "git@github.com:acme/app.git" })],
       ["repository cleared", () => act("update", { repository_url: null })],
       ["budget set", () => act("update", { monthly_budget_usd: 25 })],
+      ["draft pull requests", () => act("update", { draft_pull_requests: true })],
+      ["branch prefix", () => act("update", { branch_prefix: "bots/" })],
     ];
     let last = (await manifest()).revision;
     for (const [what, change] of changes) {
@@ -98,6 +104,7 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       repository: null,
       secrets: { GIT_TOKEN: `${TOKEN_VALUE}2` },
       revision: last,
+      delivery: { mode: "push", branch_prefix: "bots/", draft: true },
     });
     // What a session may spend: the budget and this UTC month's cost so far (§11a).
     assert.equal(budget?.monthly_usd, 25);
@@ -115,6 +122,7 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       secrets: {},
       revision: 1,
       budget: null,
+      delivery: PUSH,
     });
     assertUnauthorized(await vm.post("/manifest", {}, { token: other.token }));
     assertUnauthorized(await vm.post("/manifest", {}, { token: null }));

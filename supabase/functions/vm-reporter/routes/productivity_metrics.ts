@@ -8,11 +8,13 @@ export const productivityMetrics = defineRoute(contract, {
         project_id, agent, period_start, period_end, commits, prs_opened, prs_merged,
         lines_added, lines_removed, active_minutes
       )
-      select a.project_id, r.agent, r.period_start, r.period_end, r.commits, r.prs_opened,
-             r.prs_merged, r.lines_added, r.lines_removed, r.active_minutes
+      -- prs_opened and prs_merged are the platform's own counts (24_pull_requests.sql): the VM's
+      -- are not stored, so the Reports area counts each pull request once.
+      select a.project_id, r.agent, r.period_start, r.period_end, r.commits, null, null,
+             r.lines_added, r.lines_removed, r.active_minutes
       from admitted a, jsonb_to_record(a.body) as r (
         agent text, period_start timestamptz, period_end timestamptz, commits integer,
-        prs_opened integer, prs_merged integer, lines_added integer, lines_removed integer,
+        lines_added integer, lines_removed integer,
         active_minutes integer
       )
     )`,

@@ -1,0 +1,176 @@
+/**
+ * POST /vm-reporter/pull-requests (contract §16), in process against the real database and the
+ * GitHub stand-in: a report opens exactly one pull request (base repository_branch, head the
+ * branch, draft per the setting, the body with the platform's footer); a retried report opens no
+ * second one and updates the body, even when the platform lost GitHub's first answer; the event
+ * pull_request.opened and prs_opened once; a project that does not deliver by pull request is
+ * 409; GitHub's limits and outages 503 with Retry-After (the spool sends it again); 401.
+ */
+import assert from "node:assert/strict";
+import { DEMO_OWNER, githubFaults } from "../../../../local/github/server.ts";
+import { FOOTER_MARKER } from "../../_shared/github/pull_requests.ts";
+import { pushBranch, REPO, withGitHubPlatform } from "../../../../tests/helpers/github_platform.ts";
+import { ok, vmApi } from "../../../../tests/helpers/vm_api.ts";
+import {
+  assertError,
+  assertUnauthorized,
+  reporter,
+  setupProject,
+} from "../../../../tests/helpers/vm_reporter.ts";
+
+const BRANCH = "agents/builder/add-login-a1b2c3";
+const report = (body: string, branch = BRANCH) => ({
+  task_id: "a1b2c3d4-0000-4000-8000-000000000001",
+  agent: "builder",
+  branch,
+  title: "Add a login page",
+  body,
+  requested_by: "Ada",
+});
+
+Deno.test("/pull-requests opens one pull request per branch on GitHub", () =>
+  withGitHubPlatform(async (gh, stack) => {
+    const { sql } = stack.db;
+    gh.install(DEMO_OWNER, [REPO]);
+    await gh.deliveriesSettled();
+    const api = vmApi(stack);
+    const { projectId, token, userId, organizationId } = await setupProject(sql);
+    ok(
+      await api.act(userId, "update", projectId, {
+        repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
+      }),
+    );
+    const vm = reporter(stack, projectId, token);
+    await pushBranch(gh, BRANCH);
+
+    await t_step("opened: base repository_branch, head the branch, not a draft, footer");
+    const first = await vm.ok("/pull-requests", report("Please add a login page."));
+    assert.equal(first.state, "open");
+    assert.equal(typeof first.number, "number");
+    assert.match(first.url, new RegExp(`/${DEMO_OWNER}/${REPO}/pull/${first.number}$`));
+    let pulls = gh.pulls(DEMO_OWNER, REPO);
+    assert.equal(pulls.length, 1);
+    assert.equal(pulls[0]!.base, "main");
+    assert.equal(pulls[0]!.head, BRANCH);
+    assert.equal(pulls[0]!.draft, false);
+    assert.equal(pulls[0]!.title, "Add a login page");
+    const body = pulls[0]!.body ?? "";
+    assert.ok(body.startsWith("Please add a login page."), body);
+    assert.ok(body.includes(FOOTER_MARKER), body);
+    assert.match(body, /Asked by \*\*Ada\*\* · agent \*\*builder\*\*/);
+    assert.match(body, /Sessions: 0 · tokens: 0 in, 0 out · cost so far: \$0\.00/);
+    assert.ok(body.includes(`/#/${organizationId}/projects/${projectId}/overview`), body);
+
+    await t_step("a retried report opens no second one and updates the body and footer");
+    await sql`
+      insert into public.cli_sessions (project_id, session_id, agent, model, started_at,
+        input_tokens, output_tokens, cost_usd)
+      values (${projectId}, 's-1', 'builder', 'claude', now(), 1200, 300, 0.42)`;
+    const again = await vm.ok("/pull-requests", report("Please add a login page, with SSO."));
+    assert.deepEqual(again, first);
+    pulls = gh.pulls(DEMO_OWNER, REPO);
+    assert.equal(pulls.length, 1);
+    assert.match(pulls[0]!.body ?? "", /with SSO/);
+    assert.match(
+      pulls[0]!.body ?? "",
+      /Sessions: 1 · tokens: 1,200 in, 300 out · cost so far: \$0\.42/,
+    );
+
+    await t_step("GitHub's first answer lost: the branch's pull request found and updated");
+    await sql`update private.pull_requests set number = null, url = null where project_id = ${projectId}`;
+    const found = await vm.ok("/pull-requests", report("Lost and found."));
+    assert.deepEqual(found, first);
+    pulls = gh.pulls(DEMO_OWNER, REPO);
+    assert.equal(pulls.length, 1, "still one pull request");
+    assert.match(pulls[0]!.body ?? "", /^Lost and found\./);
+
+    await t_step("pull_request.opened once, prs_opened once, the read model for members");
+    const events = await sql<{ type: string; data: Record<string, unknown> }[]>`
+      select type, data from public.events
+      where project_id = ${projectId} and type like 'pull_request.%'`;
+    assert.equal(events.length, 1);
+    assert.equal(events[0]!.type, "pull_request.opened");
+    assert.deepEqual(events[0]!.data, {
+      organization_id: organizationId,
+      project_id: projectId,
+      number: first.number,
+      url: first.url,
+      branch: BRANCH,
+      agent: "builder",
+      task_id: report("").task_id,
+    });
+    const [{ opened }] = await sql<[{ opened: number }]>`
+      select coalesce(sum(prs_opened), 0)::int as opened from public.productivity_metrics
+      where project_id = ${projectId}`;
+    assert.equal(opened, 1);
+    const [row] = await sql`select number, base, state, draft, sessions, cost_usd::float as cost
+      from public.pull_requests where project_id = ${projectId}`;
+    assert.deepEqual({ ...row }, {
+      number: first.number,
+      base: "main",
+      state: "open",
+      draft: false,
+      sessions: 1,
+      cost: 0.42,
+    });
+
+    await t_step("GitHub's limits and outages: 503 with Retry-After, nothing lost");
+    gh.fault({ operation: "pulls/update", ...githubFaults.secondaryRateLimit(120) });
+    const limited = await vm.post("/pull-requests", report("Limited."));
+    assertError(limited, 503, /GitHub's limits/);
+    assert.equal(limited.body.code, "github_deferred");
+    assert.ok(Number(limited.headers.get("retry-after")) >= 100);
+    gh.clearFaults();
+    await sql`update private.github_write_budgets set paused_until = null`;
+    gh.fault({ operation: "pulls/update", ...githubFaults.serverError(502) });
+    const outage = await vm.post("/pull-requests", report("Outage."));
+    assertError(outage, 503);
+    assert.equal(outage.headers.get("retry-after"), "30");
+    gh.clearFaults();
+    assert.deepEqual(await vm.ok("/pull-requests", report("Back.")), first);
+    assert.equal(gh.pulls(DEMO_OWNER, REPO).length, 1);
+
+    await t_step("draft_pull_requests: a new branch's pull request is a draft");
+    ok(await api.act(userId, "update", projectId, { draft_pull_requests: true }));
+    await pushBranch(gh, "agents/builder/second-d4e5f6");
+    const second = await vm.ok(
+      "/pull-requests",
+      report("Second.", "agents/builder/second-d4e5f6"),
+    );
+    assert.notEqual(second.number, first.number);
+    assert.equal(gh.pulls(DEMO_OWNER, REPO).find((p) => p.number === second.number)?.draft, true);
+
+    await t_step("delivery push: 409; no token: 401");
+    ok(await api.act(userId, "update", projectId, { delivery: "push" }));
+    const pushed = await vm.post("/pull-requests", report("No."));
+    assertError(pushed, 409, /delivery is push/);
+    assert.equal(pushed.body.code, "pull_requests_unavailable");
+    assertUnauthorized(await vm.post("/pull-requests", report("x"), { token: null }));
+  }));
+
+Deno.test("/pull-requests: a project not on GitHub is 409, a wrong body 400", () =>
+  withGitHubPlatform(async (_gh, stack) => {
+    const { sql } = stack.db;
+    const api = vmApi(stack);
+    const { projectId, token, userId } = await setupProject(sql);
+    ok(
+      await api.act(userId, "update", projectId, {
+        repository_url: "https://gitlab.example.com/acme/app.git",
+      }),
+    );
+    const vm = reporter(stack, projectId, token);
+    const refused = await vm.post("/pull-requests", report("x"));
+    assertError(refused, 409, /not on the service's GitHub/);
+    assert.equal(refused.body.code, "pull_requests_unavailable");
+    assertError(await vm.post("/pull-requests", { ...report("x"), branch: "-x" }), 400, /branch/);
+    assertError(await vm.post("/pull-requests", { ...report("x"), title: "" }), 400, /title/);
+    const [{ count }] = await sql<[{ count: number }]>`
+      select count(*)::int from private.pull_requests`;
+    assert.equal(count, 0, "nothing recorded");
+  }));
+
+/** A label in the test's output (the steps share one stand-in). */
+function t_step(name: string): Promise<void> {
+  console.log(`  · ${name}`);
+  return Promise.resolve();
+}

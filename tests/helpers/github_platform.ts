@@ -1,0 +1,88 @@
+/**
+ * The platform in process beside the GitHub stand-in (local/github/server.ts): the App's settings
+ * point at the stand-in, its webhooks reach github-webhooks through a socket, and `pushBranch`
+ * puts a branch with one commit on a stand-in repository (as the VM's push would).
+ */
+import { DEMO_OWNER, type GitHubStandIn, startGitHubStandIn } from "../../local/github/server.ts";
+import { inProcess, type InProcessStack } from "./in_process.ts";
+
+export const REPO = "app";
+
+export async function withGitHubPlatform(
+  fn: (gh: GitHubStandIn, stack: InProcessStack) => Promise<void>,
+): Promise<void> {
+  await using gh = await startGitHubStandIn();
+  await gh.createRepository(DEMO_OWNER, REPO, { seed: { "README.md": "# App\n" } });
+  await using stack = await inProcess({
+    VM_API_RATE_LIMIT: "100000",
+    VM_REPORTER_RATE_LIMIT: "100000",
+    GITHUB_APP_ID: String(gh.app.id),
+    GITHUB_APP_PRIVATE_KEY: gh.app.privateKey,
+    GITHUB_APP_SLUG: gh.app.slug,
+    GITHUB_WEBHOOK_SECRET: gh.webhookSecret,
+    GITHUB_API_URL: gh.apiUrl,
+    GITHUB_WEB_URL: gh.webUrl,
+  });
+  const relay = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      const url = new URL(request.url);
+      return stack.fetch(new Request(`${stack.origin}${url.pathname}`, request));
+    },
+  );
+  gh.webhookUrl = `http://127.0.0.1:${relay.addr.port}/functions/v1/github-webhooks`;
+  try {
+    await fn(gh, stack);
+  } finally {
+    await relay.shutdown();
+  }
+}
+
+async function git(args: string[], cwd?: string): Promise<string> {
+  const output = await new Deno.Command("git", {
+    args,
+    ...(cwd ? { cwd } : {}),
+    env: {
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_CONFIG_GLOBAL: "/dev/null",
+      GIT_AUTHOR_NAME: "builder",
+      GIT_AUTHOR_EMAIL: "builder@agents.invalid",
+      GIT_COMMITTER_NAME: "builder",
+      GIT_COMMITTER_EMAIL: "builder@agents.invalid",
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder();
+  if (!output.success) throw new Error(`git ${args.join(" ")}: ${text.decode(output.stderr)}`);
+  return text.decode(output.stdout).trim();
+}
+
+const bareDir = (gh: GitHubStandIn, repo: string) => `${gh.root}/${DEMO_OWNER}/${repo}.git`;
+
+/** A branch `branch` of the stand-in's repository, one commit ahead of `main`. */
+export async function pushBranch(gh: GitHubStandIn, branch: string, repo = REPO): Promise<void> {
+  const work = await Deno.makeTempDir();
+  try {
+    await git(["clone", "-q", bareDir(gh, repo), work]);
+    await git(["checkout", "-q", "-b", branch], work);
+    await Deno.writeTextFile(`${work}/${branch.replaceAll("/", "_")}.txt`, `${branch}\n`);
+    await git(["add", "-A"], work);
+    await git(["commit", "-q", "-m", `Work on ${branch}`], work);
+    await git(["push", "-q", "origin", branch], work);
+  } finally {
+    await Deno.remove(work, { recursive: true });
+  }
+}
+
+/** Whether the stand-in's repository has `branch`. */
+export async function hasBranch(gh: GitHubStandIn, branch: string, repo = REPO): Promise<boolean> {
+  const refs = await git([
+    "--git-dir",
+    bareDir(gh, repo),
+    "for-each-ref",
+    "--format=%(refname)",
+    "refs/heads/",
+  ]);
+  return refs.split("\n").includes(`refs/heads/${branch}`);
+}
