@@ -77,6 +77,8 @@ export function gitEnvironment(
     ["core.hooksPath", "/dev/null"],
     ["core.fsmonitor", "false"],
     ["protocol.ext.allow", "never"],
+    // The clone belongs to the sessions' own user when they have one (§11a).
+    ["safe.directory", "*"],
     // An empty value empties the list of helpers the repository's configuration declared.
     ["credential.helper", ""],
   ];

@@ -22,6 +22,8 @@ export const ALLOWED_TOOLS = ["Bash", "Read", "Edit", "Write", "Glob", "Grep", "
 
 export interface SessionSpec {
   claude: string;
+  /** The words the CLI is started through: setpriv as the session's own user (§11a). */
+  runAs?: string[];
   cwd: string;
   prompt: string;
   systemPrompt: string;
@@ -133,8 +135,9 @@ export function sessionArgs(spec: SessionSpec, sessionId: string): string[] {
 export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
   const sessionId = spec.sessionId ?? crypto.randomUUID();
   const started = new Date();
-  const child = new Deno.Command(spec.claude, {
-    args: sessionArgs(spec, sessionId),
+  const [command, ...prefix] = [...(spec.runAs ?? []), spec.claude];
+  const child = new Deno.Command(command!, {
+    args: [...prefix, ...sessionArgs(spec, sessionId)],
     cwd: spec.cwd,
     env: spec.env,
     clearEnv: true,

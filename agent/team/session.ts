@@ -9,6 +9,7 @@ import { AgentClone, gitEnvironment, gitIdentity } from "./agent_clone.ts";
 import { parseApprovalRules } from "./approval_rules.ts";
 import { runSession } from "./claude_session.ts";
 import { StepReporter, stepsOf } from "./session_steps.ts";
+import { handOver, type SessionIsolation } from "./session_user.ts";
 import type { SessionInbox } from "./session_inbox.ts";
 import { messageToBoard } from "./intake.ts";
 import { systemPrompt, taskPrompt } from "./prompts.ts";
@@ -32,7 +33,8 @@ export async function runTask(
   await team.board.update(task.id, { status: "running" });
   const manifest = team.options.manifest();
   const secrets = manifest?.secrets ?? {};
-  const home = `${team.options.workspace}/agents/${agent.name}`;
+  const home = `${team.agentsDir}/${agent.name}`;
+  const isolation = team.isolation();
   const base = manifest?.repository?.branch ?? "main";
   const remote = manifest?.repository?.url;
   // Delivered as pull requests: the task works on a branch of its own, started from the base.
@@ -83,7 +85,15 @@ export async function runTask(
   }
   const before = await clone.head();
   const coordination = (await team.persona("COORDINATION.md")) ?? "";
-  const settingsFile = await sessionSettings(team.options, agent.name, home, coordination);
+  const settingsFile = await sessionSettings(
+    team.options,
+    agent.name,
+    home,
+    coordination,
+    isolation,
+  );
+  // The session's own user gets what the session works in (the runner's git wrote as root).
+  if (isolation) await handOver(isolation.user, clone.dir, `${home}/home`, `${home}/tmp`);
   await team.reports.post("/audit", {
     events: [{
       agent: agent.name,
@@ -106,7 +116,8 @@ export async function runTask(
     onEvent: (event) => {
       for (const step of stepsOf(event, toolNames)) steps.add(step);
     },
-    claude: team.options.claude,
+    claude: isolation?.claude ?? team.options.claude,
+    ...(isolation ? { runAs: isolation.prefix } : {}),
     cwd: clone.dir,
     prompt: taskPrompt({ ...task, files }, branch),
     systemPrompt: systemPrompt(agent, team.roster(), {
@@ -115,7 +126,7 @@ export async function runTask(
     }),
     model: agent.model,
     fallbackModel: agent.fallbackModel,
-    env: sessionEnv(team.options, agent.name, home, secrets),
+    env: sessionEnv(team.options, agent.name, home, secrets, isolation !== undefined),
     settingsFile,
     timeoutMs: team.options.sessionTimeoutMs,
     maxTurns: team.options.maxTurns,
@@ -144,9 +155,12 @@ async function sessionSettings(
   agent: string,
   home: string,
   coordination: string,
+  isolation: SessionIsolation | undefined,
 ): Promise<string> {
   const rulesFile = `${home}/approval-rules.json`;
   await Deno.writeTextFile(rulesFile, JSON.stringify(parseApprovalRules(coordination)));
+  // Run as the session's own user, the hook keeps what it remembers in that user's home.
+  const hookState = isolation ? `${home}/home/.approvals` : `${o.stateDir}/hooks`;
   const deno = quote([
     Deno.execPath(),
     "run",
@@ -154,12 +168,10 @@ async function sessionSettings(
     "--no-prompt",
     "--allow-read",
     // Its own state, and the socket (connecting to a Unix socket is writing to it).
-    `--allow-write=${o.stateDir},${o.socketPath}`,
+    `--allow-write=${hookState},${o.socketPath}`,
     // The agent's socket only: fetch's host (vm-agent) and the Unix socket it goes through.
     `--allow-net=vm-agent,unix:${o.socketPath}`,
-    "--config",
-    DENO_CONFIG,
-    HOOK,
+    ...(isolation ? ["--no-config", isolation.hook] : ["--config", DENO_CONFIG, HOOK]),
   ]);
   const flags = quote([
     "--socket",
@@ -169,7 +181,7 @@ async function sessionSettings(
     "--agent",
     agent,
     "--state",
-    `${o.stateDir}/hooks`,
+    hookState,
     "--ttl",
     String(o.approvalTtlSeconds),
   ]);
@@ -213,11 +225,14 @@ export function sessionEnv(
   agent: string,
   home: string,
   secrets: Record<string, string>,
+  ownUser = false,
 ): Record<string, string> {
   const { GIT_TOKEN: _runnersOnly, ...projectSecrets } = secrets;
   const apiKey = secrets.ANTHROPIC_API_KEY ?? o.apiKey;
   return {
     ...baseEnv(home),
+    // The bundled hook needs no module cache but Deno's own: the session's user keeps it.
+    ...(ownUser ? { DENO_DIR: `${home}/home/.cache/deno` } : {}),
     ...projectSecrets,
     ...gitIdentity(agent),
     CLAUDE_CONFIG_DIR: `${home}/home/.claude`,

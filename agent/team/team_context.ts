@@ -5,6 +5,7 @@
 import type { RosterAgent } from "./roster.ts";
 import type { SessionBudget } from "./session_budget.ts";
 import type { SessionInbox } from "./session_inbox.ts";
+import type { SessionIsolation } from "./session_user.ts";
 import type { TaskBoard } from "./task_board.ts";
 import type { TeamReports } from "./team_reports.ts";
 import type { TeamRunnerOptions } from "./team_runner.ts";
@@ -19,6 +20,10 @@ export interface Team {
   readonly signal: AbortSignal;
   /** The roster as the last cycle read it: AGENTS.md is read every cycle, so ask at each use. */
   roster(): RosterAgent[];
+  /** Where each agent's clone, home and temporary directory are. */
+  readonly agentsDir: string;
+  /** Sessions as their own Unix user (contract §11a), when the runner runs as root. */
+  isolation(): SessionIsolation | undefined;
   /** The input of the agent's running session, undefined when it has none (contract §17). */
   inboxOf(agent: string): SessionInbox | undefined;
   /** A file of `<workspace>/persona/`, undefined while the project has not saved it. */

@@ -20,6 +20,12 @@ import { DEFAULT_AGENTS_MD, parseRoster, type RosterAgent } from "./roster.ts";
 import { runTask } from "./session.ts";
 import { SessionBudget } from "./session_budget.ts";
 import { SessionInbox } from "./session_inbox.ts";
+import {
+  ensureSessionUser,
+  lockStateForSessions,
+  prepareIsolation,
+  type SessionIsolation,
+} from "./session_user.ts";
 import { type Task, TaskBoard, title } from "./task_board.ts";
 import type { AgentState, Team } from "./team_context.ts";
 import { TeamReports } from "./team_reports.ts";
@@ -30,6 +36,12 @@ export type Manifest = ResponseOf<typeof manifest>;
 
 /** The team's settings (team_settings.ts: the model endpoint and key, models, session guards). */
 export interface TeamRunnerOptions extends TeamSettings {
+  /**
+   * Where each agent's clone, home and temporary directory are (`<agentsDir>/<name>/`); default
+   * `<workspace>/agents`. With sessions as their own user, every directory above it must be
+   * passable by that user.
+   */
+  agentsDir?: string;
   workspace: string;
   stateDir: string;
   socketPath: string;
@@ -53,6 +65,7 @@ export class TeamRunner {
   readonly #stopped = new Set<string>();
   readonly #team: Team;
   #roster: RosterAgent[] = [];
+  #isolation: SessionIsolation | undefined;
   #loop: Promise<void> = Promise.resolve();
 
   constructor(given: TeamRunnerOptions) {
@@ -74,12 +87,19 @@ export class TeamRunner {
       signal: this.#abort.signal,
       roster: () => this.#roster,
       inboxOf: (agent) => this.#agents.get(agent)?.session?.inbox,
+      agentsDir: this.#agentsDir,
+      isolation: () => this.#isolation,
       persona: (name) => this.#persona(name),
     };
   }
 
   /** Tasks a session was running when the VM went down are drifted; then the loop starts. */
   async start(): Promise<void> {
+    if (this.#o.sessionUser) {
+      const user = await ensureSessionUser(this.#o.sessionUser);
+      this.#isolation = await prepareIsolation(user, this.#o.claude, `${this.#agentsDir}/.runner`);
+      await lockStateForSessions(this.#o.stateDir, this.#o.socketPath);
+    }
     for (const task of await this.#board.list()) {
       if (task.status !== "running") continue;
       await this.#board.update(task.id, {
@@ -226,6 +246,10 @@ export class TeamRunner {
     if (state.status !== "idle") return;
     if (due) state.task = `Retrying "${title(due.text, 80)}" at ${due.not_before}`;
     else delete state.task;
+  }
+
+  get #agentsDir(): string {
+    return resolve(this.#o.agentsDir ?? `${this.#o.workspace}/agents`);
   }
 
   async #persona(name: string): Promise<string | undefined> {

@@ -29,6 +29,11 @@ export interface TeamSettings {
   modelMaxRetries?: number;
   /** How long an interrupted session waits for the next message before it ends. */
   idleSessionMs: number;
+  /**
+   * The Unix user sessions run as when the agent runs as root (AGENT_SESSION_USER, default
+   * `vm-session`; `none` keeps them as the agent's own user); undefined when not root.
+   */
+  sessionUser?: string;
 }
 
 export function teamSettings(env: Record<string, string | undefined>): TeamSettings {

@@ -36,6 +36,8 @@ export interface LocalFleetDeps {
   team: RealTeam | "traffic";
   /** Where the VMs' sockets are (the fleet makes it). */
   socketDir?: string;
+  /** Where the VMs' agents keep their clones and homes when sessions run as their own user. */
+  sessionsDir?: string;
 }
 
 /** What the real team's sessions need on this machine: its settings (team_settings.ts) and more. */
@@ -55,7 +57,18 @@ export class LocalFleet {
   constructor(deps: LocalFleetDeps) {
     // The VMs' sockets live apart from their state directories: a Unix socket's path holds at
     // most 107 bytes, and LOCAL_VM_ROOT may be deep (a clone's absolute path, say).
-    this.#deps = { ...deps, socketDir: Deno.makeTempDirSync({ dir: "/tmp", prefix: "vm-sock-" }) };
+    // Run as root, the sessions run as a user of their own (contract §11a), who must reach the
+    // agents' clones and homes: those live under /tmp, which every user passes through, whatever
+    // the directories above LOCAL_VM_ROOT allow.
+    const sessionsDir = Deno.uid() === 0
+      ? Deno.makeTempDirSync({ dir: "/tmp", prefix: "vm-sessions-" })
+      : undefined;
+    if (sessionsDir) Deno.chmodSync(sessionsDir, 0o711);
+    this.#deps = {
+      ...deps,
+      socketDir: Deno.makeTempDirSync({ dir: "/tmp", prefix: "vm-sock-" }),
+      ...(sessionsDir ? { sessionsDir } : {}),
+    };
   }
 
   /** A VM was provisioned with this boot data (from the compute driver's provision call). */
@@ -110,6 +123,9 @@ export class LocalFleet {
   async stop(): Promise<void> {
     await Promise.all([...this.#runners.values()].map((runner) => runner.stop()));
     await Deno.remove(this.#deps.socketDir!, { recursive: true }).catch(() => {});
+    if (this.#deps.sessionsDir) {
+      await Deno.remove(this.#deps.sessionsDir, { recursive: true }).catch(() => {});
+    }
   }
 
   /** Writes the VM's boot data, as cloud-init does on a real VM (an empty credential keeps the one there). */
@@ -221,7 +237,16 @@ class Runner {
     await this.#ensureRepository(team.repoRoot);
     const agent = new VmAgent({
       ...options,
-      team: (host) => new TeamRunner({ ...host, ...team, cycleMs, log: agentLog }),
+      team: (host) =>
+        new TeamRunner({
+          ...host,
+          ...team,
+          cycleMs,
+          log: agentLog,
+          ...(this.deps.sessionsDir
+            ? { agentsDir: `${this.deps.sessionsDir}/${this.projectId}` }
+            : {}),
+        }),
     });
     await agent.start();
     return { agent };

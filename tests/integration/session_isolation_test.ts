@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { runSession, type SessionSpec } from "../../agent/team/claude_session.ts";
 import { failClosed, sessionEnv } from "../../agent/team/session.ts";
+import { ensureSessionUser, handOver, prepareIsolation } from "../../agent/team/session_user.ts";
 import { teamSettings } from "../../agent/team/team_settings.ts";
 import type { TeamRunnerOptions } from "../../agent/team/team_runner.ts";
 import { ensureClaudeCode } from "../../local/claude_code.ts";
@@ -136,6 +137,38 @@ Deno.test("a hostile repository changes nothing of how a session runs", async (t
       assert.doesNotMatch(env, /GIT_TOKEN|credential\.helper|GIT_CONFIG/);
       assert.match(env, /^PROJECT_SETTING=kept$/m);
       assert.match(env, /^GIT_AUTHOR_NAME=builder$/m);
+    });
+    await t.step({
+      name: "as root, a session runs as its own user and cannot read the agent's state",
+      ignore: Deno.uid() !== 0,
+      fn: async () => {
+        const user = await ensureSessionUser("vm-session");
+        const isolation = await prepareIsolation(user, claude, `${root}/shared`);
+        await Deno.chmod(root, 0o711);
+        const state = `${root}/state`;
+        await Deno.mkdir(state, { mode: 0o700 });
+        await Deno.writeTextFile(`${state}/reporter_token.json`, `{"token":"${GIT_TOKEN}"}`, {
+          mode: 0o600,
+        });
+        await handOver(user, repo, `${home}/home`, `${home}/tmp`);
+        await Deno.chmod(home, 0o755);
+        await Deno.chmod(`${root}/agent`, 0o755);
+        const settingsFile = await settingsWith("allow-own", "true");
+        await Deno.chmod(settingsFile, 0o644);
+        const outcome = await runSession({
+          ...spec(`run \`id -u > who.txt; cat ${state}/reporter_token.json > read.txt 2>&1\``, {
+            settingsFile,
+          }),
+          claude: isolation.claude,
+          runAs: isolation.prefix,
+          env: sessionEnv(options, "builder", home, {}, true),
+        });
+        assert.equal(outcome.end, "completed", outcome.text);
+        assert.equal((await Deno.readTextFile(`${repo}/who.txt`)).trim(), String(user.uid));
+        const read = await Deno.readTextFile(`${repo}/read.txt`);
+        assert.match(read, /Permission denied/);
+        assert.doesNotMatch(read, new RegExp(GIT_TOKEN));
+      },
     });
   } finally {
     await trap.shutdown();
