@@ -3,7 +3,7 @@
 # (run it as root on a build VM, then capture it; or as a Packer shell provisioner):
 #   - git, and Node.js with npm (only to install the two npm packages below);
 #   - Deno 2.9.6 from npm as /usr/local/bin/deno, Claude Code (pinned) as /usr/local/bin/claude;
-#   - the `vm-agent` user;
+#   - the `vm-session` user the Claude Code sessions run as (the agent runs as root; contract §11a);
 #   - under /opt/vm-agent: the agent (agent/), scripts/agent.ts, the contract it validates with
 #     (supabase/functions/_contract/: schemas only, no SQL, no server code), a deno.json naming
 #     only the npm packages these import (pinned as import_map.json pins them), and those cached
@@ -25,8 +25,8 @@ if [ -z "$ROOT" ]; then
   apt-get install -y -qq git ca-certificates nodejs npm >/dev/null
   npm install -g --no-fund --no-audit --prefix /usr/local "deno@$DENO_VERSION" \
     "@anthropic-ai/claude-code@$CLAUDE_VERSION"
-  id vm-agent >/dev/null 2>&1 || useradd --system --create-home --home-dir /home/vm-agent \
-    --shell /usr/sbin/nologin vm-agent
+  id vm-session >/dev/null 2>&1 || useradd --system --user-group --no-create-home \
+    --home-dir /nonexistent --shell /usr/sbin/nologin vm-session
 fi
 
 rm -rf "$OPT"
@@ -50,7 +50,6 @@ DENO_DIR="$OPT/deno-dir" deno cache --quiet --config "$OPT/deno.json" \
   "$OPT/scripts/agent.ts" "$OPT/agent/team/approval_hook.ts"
 
 if [ -z "$ROOT" ]; then
-  chown -R vm-agent:vm-agent "$OPT/deno-dir"
   systemctl daemon-reload
   claude --version
 fi

@@ -1,8 +1,8 @@
 /**
  * One session of the real Claude Code CLI, headless (`-p`, `--output-format stream-json`): the
  * prompt, the persona as the appended system prompt, the agent's model and its fallback, its clone
- * as the working directory. The permission setup works as root and as the `vm-agent` user alike:
- * `--permission-mode acceptEdits` with the tools the team needs allowed by name, and every Bash
+ * as the working directory. The permission setup works whatever the user (root, or the session's
+ * own): `--permission-mode acceptEdits` with the tools the team needs allowed by name, and every Bash
  * command passing the approval hook first (--dangerously-skip-permissions is refused as root, and
  * would skip nothing we need skipped). The session id is ours to choose (`--session-id`), so an
  * interrupted session, which prints no result, is still reported under the CLI's own id.
