@@ -6,12 +6,14 @@
  *   #/<org>/needs-you                     Needs You
  *   #/<org>/webhooks                      Webhooks
  *   #/<org>/notifications                 the user's email notifications (contract §13)
- *   #/<org>/projects/<project>/<area>     a project's area (area in lower case: overview, ...)
+ *   #/<org>/projects/<project>/<area>     a project's area (lower case, - for a space: overview,
+ *                                         pull-requests, ...)
  *   #/<org>/projects/<project>/approvals/<approval>   one approval
  */
 export const AREAS = [
   "Overview",
   "Agents",
+  "Pull requests",
   "Reports",
   "Logs",
   "Chat",
@@ -21,6 +23,9 @@ export const AREAS = [
   "Settings",
 ] as const;
 export type AreaName = (typeof AREAS)[number];
+
+/** An area as its address names it: lower case, a hyphen for a space (`pull-requests`). */
+export const areaSlug = (area: AreaName) => area.toLowerCase().replaceAll(" ", "-");
 
 export type Place =
   | { view: "organization"; org?: string }
@@ -33,13 +38,13 @@ const ID = /^[0-9a-f-]{36}$/i;
 
 export function parsePlace(hash: string): Place {
   const parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
-  const [org, section, project, areaSlug, approval] = parts;
+  const [org, section, project, slug, approval] = parts;
   if (!org || !ID.test(org)) return { view: "organization" };
   if (section === "needs-you") return { view: "needs-you", org };
   if (section === "webhooks") return { view: "webhooks", org };
   if (section === "notifications") return { view: "notifications", org };
   if (section === "projects" && project && ID.test(project)) {
-    const area = AREAS.find((a) => a.toLowerCase() === (areaSlug ?? "overview")) ?? "Overview";
+    const area = AREAS.find((a) => areaSlug(a) === (slug ?? "overview")) ?? "Overview";
     return {
       view: "project",
       org,
@@ -60,7 +65,7 @@ export function formatPlace(place: Place): string {
     case "notifications":
       return `#/${place.org}/${place.view}`;
     case "project":
-      return `#/${place.org}/projects/${place.project}/${place.area.toLowerCase()}` +
+      return `#/${place.org}/projects/${place.project}/${areaSlug(place.area)}` +
         (place.approval ? `/${place.approval}` : "");
   }
 }

@@ -178,3 +178,21 @@ export async function monthToDate(
     await client.from("month_to_date_costs").select("*").eq("project_id", projectId).maybeSingle(),
   );
 }
+
+/** What Settings' GitHub section reads of the project's row (contract §16). */
+export type DeliverySettings = Pick<
+  Project,
+  "delivery" | "draft_pull_requests" | "agents_label" | "branch_prefix" | "ci_fix_rounds"
+>;
+
+/** The project's pull request settings as its row has them now (Settings). */
+export async function projectDeliverySettings(
+  client: DashboardClient,
+  projectId: string,
+): Promise<DeliverySettings | null> {
+  return answered(
+    await client.from("projects").select(
+      "delivery, draft_pull_requests, agents_label, branch_prefix, ci_fix_rounds",
+    ).eq("id", projectId).maybeSingle(),
+  );
+}

@@ -2,7 +2,8 @@
  * One line a person reads for an activity or audit entry: the team's own entries (agent/team/)
  * name what happened — the commit pushed with its subject and lines, the files of a conflict,
  * what a session cost, why the platform stopped the project — instead of leaving it in a details
- * blob nobody opens.
+ * blob nobody opens. The platform's pull request events (contract §16) read the same way, with the
+ * title when the caller knows it (the event itself carries the number, not the title).
  */
 type Details = Record<string, unknown> | null | undefined;
 
@@ -53,7 +54,27 @@ export function entryText(action: string, details: Details): string {
     case "budget_exceeded":
       return `monthly budget reached: $${num(d.month_to_date_usd).toFixed(2)} of ` +
         `$${num(d.budget_usd).toFixed(2)}`;
+    // Pull requests on GitHub (contract §16): the events' data, plus the title when known.
+    case "pull_request.opened":
+    case "pull_request.merged":
+    case "pull_request.closed":
+      return pullRequestText(action, d);
     default:
       return action;
+  }
+}
+
+/** `opened pull request #12 “title” (builder)`, `pull request #12 “title” merged (builder)`, … */
+function pullRequestText(action: string, d: Record<string, unknown>): string {
+  if (typeof d.number !== "number") return action;
+  const named = `pull request #${d.number}` + (str(d.title) ? ` “${str(d.title)}”` : "");
+  const by = str(d.agent) ? ` (${str(d.agent)})` : "";
+  switch (action) {
+    case "pull_request.opened":
+      return `opened ${named}${by}`;
+    case "pull_request.merged":
+      return `${named} merged${by}`;
+    default:
+      return `${named} closed without merging${by}`;
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The dashboard's client: thin functions over supabase-js for the eight vm-api actions and the six
  * webhooks actions (`functions.invoke`), the write RPCs (`rpc`), the read models, a session's
- * steps and the event feed (`from`), typed end to
+ * steps, a project's pull requests and the event feed (`from`), typed end to
  * end: request and answer types come from the contract (_contract/), RPC arguments and rows from
  * the generated `Database` type. A contract change that breaks the dashboard fails type-checking.
  * Every refusal is thrown as a DashboardError carrying the status (and Retry-After: 429 and 503
@@ -158,6 +158,44 @@ export async function eventsAfter(
   return answered(await query.order("id", { ascending: false }).limit(limit)).reverse();
 }
 
+/** A project's events of the given types, newest first, at most `limit` (RLS: its members). */
+export async function projectEvents(
+  client: DashboardClient,
+  organizationId: string,
+  projectId: string,
+  types: readonly string[],
+  limit = 50,
+): Promise<Tables<"events">[]> {
+  return answered(
+    await client.from("events").select("*").eq("organization_id", organizationId)
+      .eq("project_id", projectId).in("type", [...types])
+      .order("id", { ascending: false }).limit(limit),
+  );
+}
+
+// --- Pull requests on GitHub (contract §16) -------------------------------------------------------
+
+export type PullRequest = Tables<"pull_requests">;
+
+/**
+ * The project's pull requests (`pull_requests`, the project's members), the newest opened first,
+ * at most `limit`.
+ */
+export async function pullRequests(
+  client: DashboardClient,
+  projectId: string,
+  limit = 100,
+): Promise<PullRequest[]> {
+  return answered(
+    await client.from("pull_requests").select("*").eq("project_id", projectId)
+      .order("opened_at", { ascending: false, nullsFirst: false })
+      .order("number", { ascending: false }).limit(limit),
+  );
+}
+
+/** status's `project.github`: null for a repository that is not on GitHub (contract §16). */
+export type GitHubConnection = VmApiResponse<"status">["project"]["github"];
+
 // --- Live sessions' steps (contract §17) ----------------------------------------------------------
 
 export type SessionStep = Tables<"session_steps">;
@@ -298,6 +336,7 @@ export const READ_MODELS = [
   "cost_by_project",
   "cost_by_model",
   "project_secrets",
+  "pull_requests",
 ] as const;
 
 export type ReadModel = (typeof READ_MODELS)[number];

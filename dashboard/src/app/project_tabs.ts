@@ -13,12 +13,14 @@ import { mountConfig } from "../areas/config.ts";
 import { mountCosts } from "../areas/costs.ts";
 import { mountLogs } from "../areas/logs.ts";
 import { mountOverview } from "../areas/overview.ts";
+import { mountPullRequests } from "../areas/pull_requests.ts";
 import { mountReports } from "../areas/reports.ts";
 import { mountSettings } from "../areas/settings.ts";
 
 export const MOUNT: Record<AreaName, MountArea> = {
   Overview: mountOverview,
   Agents: mountAgents,
+  "Pull requests": mountPullRequests,
   Reports: mountReports,
   Logs: mountLogs,
   Chat: mountChat,

@@ -1,12 +1,26 @@
-/** Overview: what happened to the project and what its agents did, newest first. */
+/**
+ * Overview: what happened to the project and what its agents did, newest first; with the pull
+ * requests the platform opened, merged or closed for them (its events, contract §16), titled.
+ */
 import type { MountArea } from "../area.ts";
-import { newest } from "../data.ts";
+import { newest, projectEvents, type PullRequest, pullRequests } from "../data.ts";
 import { entryText } from "../entry_text.ts";
 import type { Tables } from "../../../supabase/types/database.ts";
 import { badge, h, show, table, when } from "../ui.ts";
 
+type ActivityRow = Tables<"project_activity_feed">;
+
+/** The events that tell of the project's pull requests. */
+export const PULL_REQUEST_EVENTS = [
+  "pull_request.opened",
+  "pull_request.merged",
+  "pull_request.closed",
+] as const;
+
+const LIMIT = 50;
+
 /** The activity feed from its rows, newest first. */
-export function activityTable(rows: Tables<"project_activity_feed">[]): HTMLElement {
+export function activityTable(rows: ActivityRow[]): HTMLElement {
   return table(
     ["When", "What", "Who", "Severity"],
     rows.map((row) => [
@@ -15,8 +29,37 @@ export function activityTable(rows: Tables<"project_activity_feed">[]): HTMLElem
       row.agent ?? row.source ?? "",
       badge(row.severity),
     ]),
-    "The latest 50 entries",
+    `The latest ${LIMIT} entries`,
   );
+}
+
+/**
+ * Pull request events as activity rows (source `github`, the agent as who), each with its pull
+ * request's title when `known` has it; merged with the feed's rows, newest first, at most `limit`.
+ */
+export function withPullRequestEvents(
+  feed: ActivityRow[],
+  events: Tables<"events">[],
+  known: PullRequest[],
+  limit = LIMIT,
+): ActivityRow[] {
+  const titles = new Map(known.map((pr) => [pr.number, pr.title]));
+  const told: ActivityRow[] = events.map((event) => {
+    const data = (event.data ?? {}) as Record<string, unknown>;
+    const title = typeof data.number === "number" ? titles.get(data.number) : undefined;
+    return {
+      project_id: event.project_id,
+      source: "github",
+      action: event.type,
+      severity: "info",
+      agent: typeof data.agent === "string" ? data.agent : null,
+      details: (title ? { ...data, title } : data) as ActivityRow["details"],
+      occurred_at: event.occurred_at,
+    };
+  });
+  return [...feed, ...told]
+    .sort((a, b) => (b.occurred_at ?? "").localeCompare(a.occurred_at ?? ""))
+    .slice(0, limit);
 }
 
 export const mountOverview: MountArea = (root, { client, project }) => {
@@ -24,8 +67,19 @@ export const mountOverview: MountArea = (root, { client, project }) => {
   show(root, h("h2", {}, "Activity"), feed);
   return {
     async refresh() {
-      const rows = await newest(client, "project_activity_feed", project!.id, "occurred_at", 50);
-      show(feed, activityTable(rows));
+      const [rows, events] = await Promise.all([
+        newest(client, "project_activity_feed", project!.id, "occurred_at", LIMIT),
+        projectEvents(
+          client,
+          project!.organization_id,
+          project!.id,
+          PULL_REQUEST_EVENTS,
+          LIMIT,
+        ),
+      ]);
+      // The events name the number; the read model has the title.
+      const known = events.length ? await pullRequests(client, project!.id) : [];
+      show(feed, activityTable(withPullRequestEvents(rows, events, known)));
     },
   };
 };

@@ -2,19 +2,28 @@
  * Settings: the project's facts; its repository and its secrets (contract §10) and its cost
  * control (contract §12: idle stop, schedule in a named time zone, monthly budget), which owners
  * and admins change (vm-api `update`, `set_secret`, `delete_secret`) and members read (the project
- * row, the `project_secrets` read model: names and times, never a value); and deleting the project
+ * row, the `project_secrets` read model: names and times, never a value); GitHub (contract §16: the
+ * App's connection, the delivery by pull request or push and its settings); and deleting the project
  * (forced while its VM runs) after typing its name. Each section is a module of settings/; this
  * one lays them out, reads their rows and decides who gets the controls.
  */
 import type { MountArea } from "../area.ts";
-import { projectCostControl, projectRepository, projectRole, projectSecrets } from "../data.ts";
+import {
+  projectCostControl,
+  projectDeliverySettings,
+  projectRepository,
+  projectRole,
+  projectSecrets,
+} from "../data.ts";
 import { h, show } from "../ui.ts";
 import { costControlSettings } from "./settings/cost_control.ts";
 import { dangerZone } from "./settings/danger_zone.ts";
+import { githubSettings } from "./settings/github.ts";
 import { repositorySettings } from "./settings/repository.ts";
 import { secretSettings } from "./settings/secrets.ts";
 
 export { costControlView } from "./settings/cost_control.ts";
+export { connectionView, deliveryView, githubSettings } from "./settings/github.ts";
 
 const ADMIN_ROLES = ["owner", "admin"];
 
@@ -29,11 +38,13 @@ export const mountSettings: MountArea = (root, context) => {
   const repository = repositorySettings(context, refresh);
   const secrets = secretSettings(context, refresh);
   const costControl = costControlSettings(context, refresh);
+  const github = githubSettings(context, refresh);
 
   function renderControls(): void {
     repository.render(admin);
     secrets.render(admin);
     costControl.render(admin);
+    github.render(admin);
   }
 
   show(
@@ -52,17 +63,27 @@ export const mountSettings: MountArea = (root, context) => {
     repository.section,
     secrets.section,
     costControl.section,
+    github.section,
     dangerZone(context),
   );
   renderControls();
+  // The connection is vm-api's to say (status), asked once here rather than on every tick.
+  void github.check();
 
+  let shownRepository: string | null | undefined;
   const area = {
     async refresh() {
-      const [repositoryRow, secretRows, costs] = await Promise.all([
+      const [repositoryRow, secretRows, costs, delivery] = await Promise.all([
         projectRepository(client, project.id),
         projectSecrets(client, project.id),
         projectCostControl(client, project.id),
+        projectDeliverySettings(client, project.id),
       ]);
+      github.draw(delivery);
+      // Another repository may be another connection (on GitHub or not): status says again.
+      const repositoryUrl = repositoryRow?.repository_url ?? null;
+      if (shownRepository !== undefined && repositoryUrl !== shownRepository) void github.check();
+      shownRepository = repositoryUrl;
       costControl.draw(costs);
       repository.draw(repositoryRow);
       secrets.draw(secretRows, admin);
@@ -75,6 +96,8 @@ export const mountSettings: MountArea = (root, context) => {
       if (role && ADMIN_ROLES.includes(role)) {
         admin = true;
         renderControls();
+        // The connection is vm-api's to say (status), asked once here rather than on every tick.
+        void github.check();
         secrets.list.dataset.shown = "";
         return area.refresh();
       }
