@@ -48,6 +48,21 @@ export async function handleCommand(
       await writeFileAtomic(`${ctx.workspace}/inbox/${id}.json`, JSON.stringify(message));
       return { status: "succeeded", result: { delivered: id } };
     }
+    case "pull_request_feedback": {
+      // A follow-up on a pull request (contract §16): work for the same agent on the same branch.
+      const id = command.id;
+      await Deno.mkdir(`${ctx.workspace}/inbox`, { recursive: true });
+      const message = {
+        id,
+        content: feedbackPrompt(payload),
+        agent: String(payload.agent),
+        branch: String(payload.branch),
+        kind: String(payload.kind),
+        created_at: new Date().toISOString(),
+      };
+      await writeFileAtomic(`${ctx.workspace}/inbox/${id}.json`, JSON.stringify(message));
+      return { status: "succeeded", result: { delivered: id } };
+    }
     case "approval_decision": {
       const decision = payload as unknown as Decision;
       await ctx.board.post(decision);
@@ -87,4 +102,26 @@ export async function handleCommand(
         }: this agent does not handle it`,
       };
   }
+}
+
+/** What the agent is asked to do about a pull request's feedback, in its words. */
+function feedbackPrompt(payload: Record<string, unknown>): string {
+  const where = payload.path ? ` on ${payload.path}${payload.line ? `:${payload.line}` : ""}` : "";
+  const what: Record<string, string> = {
+    review: `${payload.author} reviewed pull request #${payload.number}`,
+    review_comment: `${payload.author} commented${where} on pull request #${payload.number}`,
+    comment: `${payload.author} commented on pull request #${payload.number}`,
+    checks: `Checks failed on pull request #${payload.number}`,
+    conflict: `Pull request #${payload.number} no longer merges with its base`,
+  };
+  const ask = payload.kind === "conflict"
+    ? "The base was merged into your branch: resolve every conflict marker and keep both sides' intent."
+    : payload.kind === "checks"
+    ? "Fix what failed."
+    : "Answer it: change what it asks for.";
+  return [
+    `${what[String(payload.kind)] ?? `Feedback on pull request #${payload.number}`}:`,
+    String(payload.body ?? payload.checks ?? "").trim(),
+    ask,
+  ].filter(Boolean).join("\n\n");
 }

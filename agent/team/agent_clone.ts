@@ -164,6 +164,20 @@ export class AgentClone {
     }
   }
 
+  /**
+   * A task branch whose pull request no longer merges (§16): the base is merged in. Answers the
+   * files left in conflict, for the session to resolve; the commit after it concludes the merge.
+   */
+  async mergeBase(): Promise<string[]> {
+    const { base, remote } = this.#o;
+    if (!base || !remote || !(await this.#fetch()) || !(await this.#remoteHas(base))) return [];
+    const merge = await this.#git(
+      ["-c", "core.editor=true", "merge", "--quiet", "--no-edit", "--no-ff", `origin/${base}`],
+      true,
+    );
+    return merge.code === 0 ? [] : await this.conflictedFiles();
+  }
+
   /** Commits whatever the session left uncommitted, as the agent. Answers the new commit's sha. */
   async commitLeftovers(message: string): Promise<string | undefined> {
     await this.#git(["add", "--all"]);
@@ -193,7 +207,10 @@ export class AgentClone {
         return result;
       }
       const base = await this.#remoteHas(branch) ? `origin/${branch}` : undefined;
-      if (base) {
+      // Nothing new on the remote: no rebase (which would also flatten a merge of the base).
+      const behind = base &&
+        (await this.#git(["merge-base", "--is-ancestor", base, "HEAD"], true)).code !== 0;
+      if (behind) {
         const rebase = await this.#git(["rebase", "--quiet", base], true);
         if (rebase.code !== 0) {
           const files = await this.conflictedFiles();

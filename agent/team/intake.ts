@@ -25,8 +25,26 @@ export async function intake(team: Team): Promise<void> {
   }
   for (const name of files.sort()) {
     const file = `${inbox}/${name}`;
-    const message = JSON.parse(await Deno.readTextFile(file)) as { id: string; content: string };
+    const message = JSON.parse(await Deno.readTextFile(file)) as {
+      id: string;
+      content: string;
+      /** A pull request's follow-up (§16): for this agent, on this branch. */
+      agent?: string;
+      branch?: string;
+      kind?: string;
+    };
     const content = String(message.content);
+    if (message.branch && message.agent) {
+      const agent = roster.some((a) => a.name === message.agent) ? message.agent : lead;
+      await messageToBoard(team, agent, {
+        id: message.id,
+        text: content,
+        file,
+        branch: message.branch,
+        ...(message.kind === "conflict" ? { mergeBase: true } : {}),
+      });
+      continue;
+    }
     const agent = addressee(content, roster) ?? lead;
     // Written to a running session already, waiting for it to take it.
     if (roster.some((a) => team.inboxOf(a.name)?.has(message.id))) continue;
@@ -65,14 +83,16 @@ export async function intake(team: Team): Promise<void> {
 export async function messageToBoard(
   team: Team,
   agent: string,
-  message: { id: string; text: string; file?: string },
+  message: { id: string; text: string; file?: string; branch?: string; mergeBase?: boolean },
 ): Promise<void> {
   const added = await team.board.add({
     id: message.id,
     agent,
     kind: "work",
     text: message.text,
-    from: "user",
+    from: message.branch ? "pull_request" : "user",
+    ...(message.branch ? { branch: message.branch } : {}),
+    ...(message.mergeBase ? { merge_base: true } : {}),
   });
   if (added) await team.reports.taskMetrics(agent, { assigned: 1 });
   if (message.file) await Deno.remove(message.file).catch(() => {});

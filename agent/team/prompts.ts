@@ -44,7 +44,16 @@ export function taskPrompt(task: Task, branch: string): string {
       "Keep both sides' intent, remove every conflict marker, and do not run git rebase yourself.",
     ].join("\n");
   }
-  return `Task ${task.id} from ${task.from}:\n${task.text}`;
+  const prompt = `Task ${task.id} from ${task.from}:\n${task.text}`;
+  // A follow-up whose base was merged in, with conflicts left for the session.
+  if (!task.files?.length) return prompt;
+  return [
+    prompt,
+    "",
+    "Resolve the merge conflict in these files:",
+    ...task.files.map((f) => `- ${f}`),
+    "Keep both sides' intent, remove every conflict marker, and do not run git merge yourself.",
+  ].join("\n");
 }
 
 /** The teammates the lead's answer hands work to: lines `@<name> <task>`. */

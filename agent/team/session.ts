@@ -71,6 +71,8 @@ export async function runTask(
     }
   } else {
     await clone.update();
+    // A pull request that no longer merges: its base comes in first, conflicts and all.
+    if (task.merge_base) files = await clone.mergeBase();
   }
   const budgetLeft = team.budget.left(manifest);
   if (budgetLeft !== undefined && budgetLeft <= 0) {

@@ -28,7 +28,10 @@ export interface Task {
   agent: string;
   kind: "work" | "conflict";
   text: string;
-  /** `user` for a chat message, the lead's name for a handed-on task, `runner` for a conflict. */
+  /**
+   * `user` for a chat message, the lead's name for a handed-on task, `runner` for a conflict,
+   * `pull_request` for a pull request's follow-up.
+   */
   from: string;
   status: TaskStatus;
   created_at: string;
@@ -41,6 +44,8 @@ export interface Task {
   files?: string[];
   /** Its own branch, when the project's work is delivered as pull requests (contract §16). */
   branch?: string;
+  /** A follow-up on a pull request that no longer merges: the base is merged in first. */
+  merge_base?: boolean;
   /** A task given back to the board: not taken again before this instant (ISO). */
   not_before?: string;
   /** How many times it was given back (its next wait doubles). */

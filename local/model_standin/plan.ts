@@ -9,7 +9,7 @@
  * It reads the lines the team runner writes (agent/team/prompts.ts): the persona header in the
  * system prompt (`# You are <name>, an agent of this project's team`, `You are the lead of the
  * team.`, `Your teammates: a, b, c.`) and the prompt (`Task <id> from <who>:` and the task, or a
- * conflict with `Resolve the rebase conflict in these files:` and `- <path>` lines). Markers in
+ * conflict with `Resolve the rebase (or merge) conflict in these files:` and `- <path>` lines). Markers in
  * the prompt (`[model:overloaded=2]`, `[model:parallel]`, ...) make it behave as the real service
  * does at its edges: errors, several tool calls at once, cache usage, slow streams. The rules are
  * in docs/development.md ("The model stand-in").
@@ -306,7 +306,9 @@ export function parsePersona(system: string): Persona {
 /** A conflict (the files listed after the header line), or a task (its header is optional). */
 export function parsePrompt(prompt: string): Prompt {
   const lines = prompt.replace(/\r\n?/g, "\n").split("\n");
-  const header = lines.findIndex((l) => l.trim() === "Resolve the rebase conflict in these files:");
+  const header = lines.findIndex((l) =>
+    /^Resolve the (rebase|merge) conflict in these files:$/.test(l.trim())
+  );
   if (header >= 0) {
     const files: string[] = [];
     for (const line of lines.slice(header + 1)) {

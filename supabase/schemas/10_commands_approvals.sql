@@ -22,7 +22,7 @@ create table public.vm_commands (
   project_id uuid not null references public.projects (id) on delete cascade,
   type text not null check (type in (
     'start_agents', 'stop_agents', 'restart_agents', 'deliver_message', 'update_persona_files',
-    'approval_decision', 'update_manifest', 'interrupt_agent'
+    'approval_decision', 'update_manifest', 'interrupt_agent', 'pull_request_feedback'
   )),
   payload jsonb not null default '{}'::jsonb check (jsonb_typeof(payload) = 'object'),
   -- queued → leased (delivered, lease running) → running → succeeded | failed;
@@ -199,6 +199,41 @@ $$;
 grant execute on function private.queue_vm_command(uuid, text, jsonb) to authenticated;
 
 /**
+ * A chat message to the agents, stored in the Chat and queued as a deliver_message command
+ * `{message_id, content, user_id, created_at}` and `p_extra`'s fields: a member's
+ * (send_agent_message) or the platform's own (`p_user_id` null: a GitHub issue taken as work,
+ * 25_pull_request_feedback.sql). Answers the message's id.
+ */
+create or replace function private.queue_agent_message(
+  p_project_id uuid,
+  p_user_id uuid,
+  p_content text,
+  p_extra jsonb default '{}'::jsonb
+) returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  v_message public.agent_messages;
+begin
+  if p_content is null or char_length(btrim(p_content)) = 0 or char_length(p_content) > 20000 then
+    perform private.raise_error('invalid_request', 'Message must be 1 to 20000 characters');
+  end if;
+  insert into public.agent_messages (project_id, direction, user_id, content)
+    values (p_project_id, 'to_agents', p_user_id, p_content)
+    returning * into v_message;
+  perform private.enqueue_command(p_project_id, 'deliver_message', coalesce(p_extra, '{}') ||
+    jsonb_build_object(
+      'message_id', v_message.id, 'content', v_message.content, 'user_id', p_user_id,
+      'created_at', private.iso8601(v_message.created_at)
+    ), p_user_id);
+  return v_message.id;
+end;
+$$;
+
+/**
  * A member's chat message to the agents: stored in the Chat, and delivered on their next cycle
  * as a deliver_message command. VA403 for a non-member, VA400 for an empty or too long message.
  */
@@ -211,19 +246,8 @@ set search_path = ''
 as $$
 declare
   v_user_id uuid := private.require_project_member(p_project_id);
-  v_message public.agent_messages;
 begin
-  if p_content is null or char_length(btrim(p_content)) = 0 or char_length(p_content) > 20000 then
-    perform private.raise_error('invalid_request', 'Message must be 1 to 20000 characters');
-  end if;
-  insert into public.agent_messages (project_id, direction, user_id, content)
-    values (p_project_id, 'to_agents', v_user_id, p_content)
-    returning * into v_message;
-  perform private.enqueue_command(p_project_id, 'deliver_message', jsonb_build_object(
-    'message_id', v_message.id, 'content', v_message.content, 'user_id', v_user_id,
-    'created_at', private.iso8601(v_message.created_at)
-  ), v_user_id);
-  return v_message.id;
+  return private.queue_agent_message(p_project_id, v_user_id, p_content);
 end;
 $$;
 

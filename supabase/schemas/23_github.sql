@@ -481,9 +481,10 @@ $$;
 
 /**
  * Acts on one delivery: `installation` and `installation_repositories` keep the installations;
- * `pull_request` keeps the pull requests the platform opened (their end: merged or closed); an
- * event about a repository no project names is `unknown_repository`; every other event is
- * recorded and `ignored` (reviews, issues and checks are the next step).
+ * `pull_request` keeps the pull requests the platform opened (their end: merged or closed);
+ * reviews, comments, check runs and pushes about them are follow-ups, and labelled issues and
+ * `/agents` comments are work (25_pull_request_feedback.sql); an event about a repository no
+ * project names is `unknown_repository`; everything else is recorded and `ignored`.
  */
 create or replace function private.apply_github_delivery(
   d private.github_webhook_deliveries,
@@ -528,6 +529,15 @@ begin
   -- A pull request the platform opened (24_pull_requests.sql): its head, draft flag and end.
   if d.event = 'pull_request' then
     v_applied := private.apply_pull_request_delivery(d);
+    if v_applied is not null then
+      return v_applied;
+    end if;
+  end if;
+  -- Reviews, comments, check runs and pushes about those pull requests, and issues as work
+  -- (25_pull_request_feedback.sql).
+  if d.event in ('pull_request_review', 'pull_request_review_comment', 'issue_comment', 'issues',
+    'check_run', 'push') then
+    v_applied := private.apply_github_follow_up(d, p_web_url);
     if v_applied is not null then
       return v_applied;
     end if;

@@ -60,16 +60,31 @@ async function git(args: string[], cwd?: string): Promise<string> {
 
 const bareDir = (gh: GitHubStandIn, repo: string) => `${gh.root}/${DEMO_OWNER}/${repo}.git`;
 
-/** A branch `branch` of the stand-in's repository, one commit ahead of `main`. */
-export async function pushBranch(gh: GitHubStandIn, branch: string, repo = REPO): Promise<void> {
+/**
+ * A branch `branch` of the stand-in's repository, one commit ahead of `main`; or, for a branch it
+ * has, one more commit on it. The commit writes `files` (default a file named after the branch).
+ * Answers the new head.
+ */
+export async function pushBranch(
+  gh: GitHubStandIn,
+  branch: string,
+  repo = REPO,
+  files?: Record<string, string>,
+): Promise<string> {
   const work = await Deno.makeTempDir();
   try {
     await git(["clone", "-q", bareDir(gh, repo), work]);
-    await git(["checkout", "-q", "-b", branch], work);
-    await Deno.writeTextFile(`${work}/${branch.replaceAll("/", "_")}.txt`, `${branch}\n`);
+    const exists = await hasBranch(gh, branch, repo);
+    await git(exists ? ["checkout", "-q", branch] : ["checkout", "-q", "-b", branch], work);
+    const written = files ??
+      { [`${branch.replaceAll("/", "_")}.txt`]: `${branch} ${crypto.randomUUID()}\n` };
+    for (const [path, content] of Object.entries(written)) {
+      await Deno.writeTextFile(`${work}/${path}`, content);
+    }
     await git(["add", "-A"], work);
     await git(["commit", "-q", "-m", `Work on ${branch}`], work);
     await git(["push", "-q", "origin", branch], work);
+    return await git(["rev-parse", "HEAD"], work);
   } finally {
     await Deno.remove(work, { recursive: true });
   }

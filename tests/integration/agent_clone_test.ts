@@ -185,3 +185,43 @@ Deno.test("a task's own branch: started from the base, pushed alone, never the b
   assert.equal(await git(remote, "rev-parse", "main"), baseBefore);
   await Deno.remove(root, { recursive: true });
 });
+
+Deno.test("a task branch whose base moved in its way merges the base, then pushes", async () => {
+  const root = await Deno.makeTempDir({ prefix: "agent-clone-" });
+  const remote = await ensureSampleRepository(`${root}/origin.git`);
+  const branch = "agents/builder/notes-abc123";
+  const work = new AgentClone({
+    dir: `${root}/builder`,
+    agent: "builder",
+    remote,
+    branch,
+    base: "main",
+    env: { PATH: Deno.env.get("PATH")!, HOME: root, ...gitEnvironment("builder", {}) },
+  });
+  await work.ensure();
+  await Deno.writeTextFile(`${root}/builder/NOTES.md`, "# Notes\n\nbuilder: on the branch\n");
+  await work.commitLeftovers("Notes on the branch");
+  await work.publish();
+  // Someone else changes the same lines on the base.
+  const other = clone(root, remote, "reviewer");
+  await other.ensure();
+  await Deno.writeTextFile(`${root}/reviewer/NOTES.md`, "# Notes\n\nreviewer: on main\n");
+  await other.commitLeftovers("Notes on main");
+  await other.publish();
+  const mainBefore = await git(remote, "rev-parse", "main");
+
+  const files = await work.mergeBase();
+  assert.deepEqual(files, ["NOTES.md"], "the conflict is left for the session");
+  // The session resolves it (both sides kept), the runner concludes the merge and pushes.
+  await Deno.writeTextFile(
+    `${root}/builder/NOTES.md`,
+    "# Notes\n\nbuilder: on the branch\nreviewer: on main\n",
+  );
+  await work.commitLeftovers("Merge main");
+  const published = await work.publish();
+  assert.equal(published.failures, 0, published.error);
+  const parents = await git(remote, "log", "-1", "--format=%p", branch);
+  assert.equal(parents.split(" ").length, 2, "a merge commit on the branch");
+  assert.equal(await git(remote, "rev-parse", "main"), mainBefore, "the base received nothing");
+  await Deno.remove(root, { recursive: true });
+});

@@ -502,6 +502,14 @@ async function reportEverything(server: TestServer, sql: postgres.Sql, tenant: P
   });
   await vm.ok("/metrics/tasks", { assigned: 3, completed: 2, failed: 1, drifted: 0 });
   await vm.ok("/metrics/productivity", { agent: "builder", commits: 4 });
+  // A pull request as the platform records one GitHub opened (contract §16): opening one takes
+  // the GitHub App, which this test does not run.
+  await sql`
+    insert into private.pull_requests (project_id, repository, branch, base, number, url, title,
+      request_body, agent, task_id, opened_at)
+    values (${tenant.projectId}, ${`acme/${tenant.projectId}`}, 'agents/builder/x-abc123', 'main',
+      7, ${`https://github.com/acme/${tenant.projectId}/pull/7`}, 'Add a greeting', 'Add one',
+      'builder', 'task-1', now())`;
   await vm.ok("/sessions/steps", {
     steps: [{
       session_id: `s-${tenant.projectId}`,

@@ -242,6 +242,7 @@ export const commandType = z.enum([
   "approval_decision",
   "update_manifest",
   "interrupt_agent",
+  "pull_request_feedback",
 ]);
 
 const command = z.object({

@@ -10,9 +10,11 @@
  * - anything else: recorded and answered 202 at once, then acted on after the answer
  *   (../_shared/github/deliveries.ts); what is not acted on then, the reconciler acts on.
  *
- * Acting, for now, keeps the App's installations (`installation`, `installation_repositories`);
- * every other event is recorded and ignored, and one about a repository no project names is
- * recorded as such.
+ * Acting keeps the App's installations (`installation`, `installation_repositories`) and the
+ * platform's pull requests (`pull_request`), sends reviews, comments, failed checks and conflicts
+ * back to a pull request's agent, and takes labelled issues and `/agents` comments as work
+ * (25_pull_request_feedback.sql, ../_shared/github/follow_ups.ts); other events are recorded and
+ * ignored, and one about a repository no project names is recorded as such.
  */
 import { verify } from "@octokit/webhooks-methods";
 import { ApiError } from "../_contract/errors.ts";

@@ -3,11 +3,14 @@
  * least once: github-webhooks acts on its own right after its answer, and every reconciler run
  * on whatever is still unprocessed (the handler's isolate ended first, or the act failed). Then
  * the branches of pull requests that ended (merged or closed) are deleted on GitHub
- * (pull_requests.ts): what one run could not delete, the next tries again.
+ * (pull_requests.ts), and what acting left for GitHub is done (follow_ups.ts: reactions,
+ * comments, failed checks listed, mergeability asked): what one run could not do, the next
+ * tries again.
  */
 import type { Config } from "../config.ts";
 import type { Sql } from "../db.ts";
 import type { Logger } from "../log.ts";
+import { performGitHubActions } from "./follow_ups.ts";
 import { deleteEndedBranches } from "./pull_requests.ts";
 
 /** Deliveries a reconciler run acts on at most. */
@@ -15,11 +18,18 @@ export const DELIVERIES_PER_RUN = 200;
 /** An act that fails this often is given up (`failed`, with its last error). */
 export const DELIVERY_MAX_ATTEMPTS = 10;
 
-/** Outcome → count: applied, ignored, unknown_repository, retried, failed; branches_deleted. */
+/**
+ * Outcome → count: applied, ignored, unknown_repository, retried, failed; branches_deleted and
+ * github_actions (done).
+ */
 export type DeliveriesReport = Record<string, number>;
 
 export async function processGitHubDeliveries(
-  deps: { config: Pick<Config, "github" | "sealingKey">; sql: Sql; log: Logger },
+  deps: {
+    config: Pick<Config, "github" | "sealingKey"> & Partial<Pick<Config, "notifications">>;
+    sql: Sql;
+    log: Logger;
+  },
   only?: string,
 ): Promise<DeliveriesReport> {
   const [{ report }] = await deps.sql<[{ report: DeliveriesReport }]>`
@@ -28,5 +38,10 @@ export async function processGitHubDeliveries(
       ${DELIVERY_MAX_ATTEMPTS}, ${only ?? null}
     ) as report`;
   const deleted = await deleteEndedBranches(deps);
-  return deleted > 0 ? { ...report, branches_deleted: deleted } : report;
+  const actions = await performGitHubActions(deps);
+  return {
+    ...report,
+    ...(deleted > 0 ? { branches_deleted: deleted } : {}),
+    ...(actions > 0 ? { github_actions: actions } : {}),
+  };
 }
