@@ -44,7 +44,13 @@ export async function handleCommand(
     case "deliver_message": {
       const id = String(payload.message_id);
       await Deno.mkdir(`${ctx.workspace}/inbox`, { recursive: true });
-      const message = { id, content: payload.content, created_at: payload.created_at };
+      const message = {
+        id,
+        content: payload.content,
+        created_at: payload.created_at,
+        // A GitHub issue's task (§16): its pull request says `Closes #<issue>`.
+        ...(typeof payload.issue === "number" ? { issue: payload.issue } : {}),
+      };
       await writeFileAtomic(`${ctx.workspace}/inbox/${id}.json`, JSON.stringify(message));
       return { status: "succeeded", result: { delivered: id } };
     }

@@ -63,6 +63,7 @@ export async function afterSession(
       branch: task.branch,
       title: title(task.text, TITLE_CHARS),
       body: task.text,
+      ...(task.issue ? { issue: task.issue } : {}),
     });
   }
   if (events.length) await reports.post("/audit", { events });

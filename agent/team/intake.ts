@@ -32,6 +32,8 @@ export async function intake(team: Team): Promise<void> {
       agent?: string;
       branch?: string;
       kind?: string;
+      /** The GitHub issue it came from (§16). */
+      issue?: number;
     };
     const content = String(message.content);
     if (message.branch && message.agent) {
@@ -66,7 +68,14 @@ export async function intake(team: Team): Promise<void> {
         });
       },
     });
-    if (!joined) await messageToBoard(team, agent, { id: message.id, text, file });
+    if (!joined) {
+      await messageToBoard(team, agent, {
+        id: message.id,
+        text,
+        file,
+        ...(message.issue ? { issue: message.issue } : {}),
+      });
+    }
   }
   const names = new Set(roster.map((a) => a.name));
   for (const task of await team.board.list()) {
@@ -83,7 +92,14 @@ export async function intake(team: Team): Promise<void> {
 export async function messageToBoard(
   team: Team,
   agent: string,
-  message: { id: string; text: string; file?: string; branch?: string; mergeBase?: boolean },
+  message: {
+    id: string;
+    text: string;
+    file?: string;
+    branch?: string;
+    mergeBase?: boolean;
+    issue?: number;
+  },
 ): Promise<void> {
   const added = await team.board.add({
     id: message.id,
@@ -93,6 +109,7 @@ export async function messageToBoard(
     from: message.branch ? "pull_request" : "user",
     ...(message.branch ? { branch: message.branch } : {}),
     ...(message.mergeBase ? { merge_base: true } : {}),
+    ...(message.issue ? { issue: message.issue } : {}),
   });
   if (added) await team.reports.taskMetrics(agent, { assigned: 1 });
   if (message.file) await Deno.remove(message.file).catch(() => {});

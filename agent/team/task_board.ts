@@ -46,6 +46,8 @@ export interface Task {
   branch?: string;
   /** A follow-up on a pull request that no longer merges: the base is merged in first. */
   merge_base?: boolean;
+  /** The GitHub issue the task came from: its pull request closes it. */
+  issue?: number;
   /** A task given back to the board: not taken again before this instant (ISO). */
   not_before?: string;
   /** How many times it was given back (its next wait doubles). */
