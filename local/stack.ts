@@ -19,6 +19,7 @@ import { createApprovalLinks } from "../supabase/functions/approval-links/handle
 import { createGitHubWebhooks } from "../supabase/functions/github-webhooks/handler.ts";
 import { redactSmtpUrl } from "../supabase/functions/_shared/notifications/smtp.ts";
 import { type MailCatcher, mailCatcherPorts, startMailCatcher } from "./mail_catcher.ts";
+import { gitHubPort, type LocalGitHub, startLocalGitHub } from "./github/demo.ts";
 import { createVmReporter } from "../supabase/functions/vm-reporter/handler.ts";
 import { readApiSettings } from "./data_api/api_settings.ts";
 import { createGateway, type DataApiRoute } from "./gateway/gateway.ts";
@@ -48,6 +49,8 @@ export interface StackAddresses {
   smtpUrl: string | undefined;
   reconcileIntervalMs: number;
   computeDriver: string;
+  /** The GitHub stand-in's demo repository, when the stack runs it (not with GITHUB_API_URL). */
+  githubDemo: string | undefined;
 }
 
 export interface LocalStack {
@@ -74,7 +77,15 @@ export async function startStack(
   const mail: MailCatcher | undefined = Deno.env.get("SMTP_URL")
     ? undefined
     : await startMailCatcher(mailCatcherPorts(Number(Deno.env.get("PORT") || 54321)));
+  // Without GITHUB_API_URL, the stack's own GitHub stand-in is the App's GitHub (contract §16).
+  const github: LocalGitHub | undefined = Deno.env.get("GITHUB_API_URL")
+    ? undefined
+    : await startLocalGitHub(
+      resolve(".local/github"),
+      gitHubPort(Number(Deno.env.get("PORT") || 54321)),
+    );
   const config = loadConfig({
+    ...(github?.settings ?? {}),
     ...Deno.env.toObject(),
     DATABASE_URL: database.url,
     ...(mail ? { SMTP_URL: mail.smtpUrl } : {}),
@@ -87,6 +98,12 @@ export async function startStack(
   const services = await createServices(config, {
     onProvision: (vm, boot) => fleet?.launch(vm.projectId, boot.bootstrapCredential),
   });
+  // The stand-in's installations and tokens live in its memory: what the database remembers of
+  // an earlier run's would name installations it no longer has, and tokens it no longer takes.
+  if (github) {
+    await services.sql`delete from private.github_installation_tokens`;
+    await services.sql`delete from private.github_installations`;
+  }
   // LOCAL_VM_ROOT may be relative (its default is): every path the VMs hand to a child process
   // (a session's settings, HOME, a clone's remote) must be absolute, whatever its working directory.
   const vmRoot = resolve(config.local.vmRoot);
@@ -112,6 +129,9 @@ export async function startStack(
         fleet?.start(`http://127.0.0.1:${port}/functions/v1/vm-reporter`).catch((error) =>
           services.log.error("simulated agents could not start", describeError(error))
         );
+        github?.connect(`http://127.0.0.1:${port}/functions/v1/github-webhooks`).catch((error) =>
+          services.log.error("the GitHub stand-in's demo could not be set up", describeError(error))
+        );
         onReady({
           port,
           dataApi: dataApi?.keys,
@@ -121,6 +141,7 @@ export async function startStack(
           smtpUrl: mail ? undefined : redactSmtpUrl(config.notifications.smtpUrl!),
           reconcileIntervalMs: config.reconcileIntervalMs,
           computeDriver: config.computeDriver,
+          githubDemo: github?.demoUrl,
         });
       },
     },
@@ -266,6 +287,7 @@ export async function startStack(
       await dataApi?.process.stop();
       await closeServices(services);
       await mail?.stop();
+      await github?.close();
       await database.stop();
       clearTimeout(force);
       say("stopped");

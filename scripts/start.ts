@@ -40,6 +40,10 @@ function printAddresses(at: StackAddresses): void {
       : `SMTP:          ${at.smtpUrl} (SMTP_URL)`,
   );
   say(`vm-reconciler: ${base}/vm-reconciler (also running every ${at.reconcileIntervalMs} ms)`);
+  if (at.githubDemo) {
+    say(`GitHub URL:    ${new URL("/", at.githubDemo).href} (the stack's GitHub stand-in)`);
+    say(`demo repository: ${at.githubDemo} (a project naming it gets pull requests)`);
+  }
   say(`compute driver: ${at.computeDriver}`);
   say(`ready: ${origin} (Ctrl-C stops)`);
 }

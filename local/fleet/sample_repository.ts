@@ -4,7 +4,7 @@
  * to work on and the dashboard shows real commits. The project then names it as any repository
  * (`repository_url`), and its VM learns it from the manifest like any other.
  */
-const FILES: Record<string, string> = {
+export const SAMPLE_FILES: Record<string, string> = {
   "README.md": "# Sample project\n\nA small project for the local agent team to work on.\n",
   "NOTES.md": "# Notes\n\nThe team writes down here what it did and what comes next.\n",
   "src/greeting.js": "export function greet(name) {\n  return `Hello, ${name}!`;\n}\n",
@@ -36,7 +36,7 @@ export async function ensureSampleRepository(path: string, branch = "main"): Pro
   try {
     await git(["init", "--quiet", "--bare", `--initial-branch=${branch}`, absolute]);
     await git(["init", "--quiet", `--initial-branch=${branch}`, work]);
-    for (const [name, text] of Object.entries(FILES)) {
+    for (const [name, text] of Object.entries(SAMPLE_FILES)) {
       const file = `${work}/${name}`;
       await Deno.mkdir(file.slice(0, file.lastIndexOf("/")), { recursive: true });
       await Deno.writeTextFile(file, text);

@@ -1,0 +1,80 @@
+/**
+ * The README's GitHub tour (contract §16, "Locally"): `deno task start` runs the GitHub stand-in
+ * with the App installed on its demo repository; a project naming that repository gets the team's
+ * work as a pull request. A chat message becomes exactly one pull request from the lead's own
+ * branch to `main`, opened by the platform with the footer (that `main` receives nothing from the
+ * runner is agent_clone_test's): the whole path — the manifest's installation token, the runner's clone and push over git's smart HTTP, the
+ * reporter's /pull-requests, the App's REST calls — with the real CLI and the model stand-in.
+ */
+import assert from "node:assert/strict";
+import { createTestDatabase } from "../helpers/database.ts";
+import { createOrganization, createUser } from "../helpers/fixtures.ts";
+import { startServer } from "../helpers/server.ts";
+import { eventually, vmApi } from "../helpers/vm_api.ts";
+
+const FAST = {
+  LOCAL_VM_BOOT_MS: "300",
+  LOCAL_AGENT_CYCLE_MS: "200",
+  RECONCILE_INTERVAL_MS: "100",
+  VM_REPORTER_RATE_LIMIT: "100000",
+};
+
+Deno.test("a chat message on the demo repository becomes a pull request on the stand-in", async () => {
+  await using db = await createTestDatabase();
+  await using server = await startServer(db.url, FAST);
+  const demo = /demo repository: (http:\/\/\S+)/.exec(server.output())?.[1];
+  assert.ok(demo, "start prints the GitHub stand-in's demo repository");
+  const api = vmApi(server);
+  const user = await createUser(db.sql);
+  const org = await createOrganization(db.sql, [user]);
+  const created = await api.call(user, {
+    action: "create",
+    organization_id: org,
+    name: "github-demo",
+    repository_url: demo,
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const projectId = (created.body.data as { project_id: string }).project_id;
+  const status = async () =>
+    (await api.call(user, { action: "status", project_id: projectId })).body.data as {
+      project: { status: string; github: { installed: boolean } | null; delivery?: string };
+    };
+  await eventually(async () => {
+    const { project } = await status();
+    return project.status === "active" && project.github?.installed || undefined;
+  }, { timeoutMs: 30_000 });
+  assert.equal((await status()).project.delivery, "pull_request");
+
+  await db.sql.begin(async (tx) => {
+    await tx`select set_config('role', 'authenticated', true),
+      set_config('request.jwt.claims', ${
+      JSON.stringify({ sub: user, role: "authenticated" })
+    }, true)`;
+    await tx`select public.send_agent_message(${projectId}, ${"Add a greeting to `src/hello.txt`"})`;
+  });
+
+  const pr = await eventually(async () => {
+    const [row] = await db.sql<
+      { number: number; url: string; branch: string; base: string; agent: string; state: string }[]
+    >`select number, url, branch, base, agent, state from public.pull_requests
+      where project_id = ${projectId}`;
+    return row;
+  }, { timeoutMs: 90_000 }).catch((error) => {
+    throw new Error(`${error.message}\n${server.output().slice(-3_000)}`);
+  });
+  assert.equal(pr.agent, "lead");
+  assert.equal(pr.base, "main");
+  assert.equal(pr.state, "open");
+  assert.match(pr.branch, /^agents\/lead\/add-a-greeting-to-src-hello-txt-[0-9a-f]{6}$/);
+  assert.equal(
+    (await db
+      .sql`select count(*)::int as n from public.pull_requests where project_id = ${projectId}`)[0]!
+      .n,
+    1,
+    "exactly one pull request",
+  );
+  // What a person sees on the stand-in's page: the pull request, its title and the footer.
+  const page = await (await fetch(pr.url)).text();
+  assert.match(page, /Add a greeting to/);
+  assert.match(page, /session/i);
+});
