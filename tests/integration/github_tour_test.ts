@@ -19,7 +19,7 @@ const FAST = {
   VM_REPORTER_RATE_LIMIT: "100000",
 };
 
-Deno.test("a chat message on the demo repository becomes a pull request on the stand-in", async () => {
+Deno.test("the demo repository: a chat message, a review, a merge — one pull request", async () => {
   await using db = await createTestDatabase();
   await using server = await startServer(db.url, FAST);
   const demo = /demo repository: (http:\/\/\S+)/.exec(server.output())?.[1];
@@ -77,4 +77,58 @@ Deno.test("a chat message on the demo repository becomes a pull request on the s
   const page = await (await fetch(pr.url)).text();
   assert.match(page, /Add a greeting to/);
   assert.match(page, /session/i);
+
+  // A person asks for changes on the page: the same agent pushes to the same pull request.
+  const before = await headOf(db.sql, projectId);
+  const reviewed = await fetch(`${pr.url}/review`, {
+    method: "POST",
+    body: new URLSearchParams({
+      state: "changes_requested",
+      body: "Please also greet the reviewers in `src/hello.txt`",
+    }),
+    redirect: "manual",
+  });
+  await reviewed.body?.cancel();
+  assert.ok(reviewed.status < 400, `the review form answered ${reviewed.status}`);
+  await eventually(async () => {
+    const head = await headOf(db.sql, projectId);
+    return head && head !== before || undefined;
+  }, { timeoutMs: 90_000 }).catch((error) => {
+    throw new Error(`${error.message}\n${server.output().slice(-3_000)}`);
+  });
+  assert.equal(
+    (await db
+      .sql`select count(*)::int as n from public.pull_requests where project_id = ${projectId}`)[0]!
+      .n,
+    1,
+    "still one pull request",
+  );
+
+  // A merge on the page ends the task: merged, counted.
+  // As a browser posts the form.
+  const merged = await fetch(`${pr.url}/merge`, {
+    method: "POST",
+    body: new URLSearchParams(),
+    redirect: "manual",
+  });
+  const mergePage = await merged.text();
+  assert.ok(merged.status < 400, `the merge form answered ${merged.status}: ${mergePage}`);
+  await eventually(async () => {
+    const [row] = await db.sql<{ state: string }[]>`
+      select state from public.pull_requests where project_id = ${projectId}`;
+    return row?.state === "merged" || undefined;
+  }, { timeoutMs: 30_000 }).catch(async (error) => {
+    const page = await (await fetch(pr.url)).text();
+    throw new Error(`${error.message}\n${page.slice(0, 3_000)}\n${server.output().slice(-2_000)}`);
+  });
 });
+
+/** The pull request's head commit, as the platform last saw it. */
+async function headOf(
+  sql: Awaited<ReturnType<typeof createTestDatabase>>["sql"],
+  projectId: string,
+): Promise<string | undefined> {
+  const [row] = await sql<{ head_sha: string | null }[]>`
+    select head_sha from public.pull_requests where project_id = ${projectId}`;
+  return row?.head_sha ?? undefined;
+}
