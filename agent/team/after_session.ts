@@ -56,7 +56,10 @@ export async function afterSession(
   }
   events.push(...reports.pushEvents(agent.name, branch, published));
   // A task's own branch, pushed: the platform opens its pull request, or updates it (§16).
-  if (task.kind === "work" && task.branch && published.pushed.length > 0) {
+  // A follow-up that changed nothing still answers on its pull request.
+  const onPullRequest = published.pushed.length > 0 || task.from === "pull_request";
+  if (task.kind === "work" && task.branch && onPullRequest) {
+    const answer = outcome?.end === "completed" ? reports.redact(outcome.text).trim() : "";
     await reports.post("/pull-requests", {
       task_id: task.id,
       agent: agent.name,
@@ -64,6 +67,9 @@ export async function afterSession(
       title: title(task.text, TITLE_CHARS),
       body: task.text,
       ...(task.issue ? { issue: task.issue } : {}),
+      ...(answer
+        ? { answer: { session_id: outcome!.session_id, text: answer.slice(0, 60_000) } }
+        : {}),
     });
   }
   if (events.length) await reports.post("/audit", { events });

@@ -78,6 +78,14 @@ Deno.test("the demo repository: a chat message, a review, a merge — one pull r
   assert.match(page, /Add a greeting to/);
   assert.match(page, /session/i);
 
+  // The lead's answer is a comment on it.
+  await eventually(
+    async () => /lead.*Done: /s.test(await (await fetch(pr.url)).text()) || undefined,
+    {
+      timeoutMs: 30_000,
+    },
+  );
+
   // A person asks for changes on the page: the same agent pushes to the same pull request.
   const before = await headOf(db.sql, projectId);
   const reviewed = await fetch(`${pr.url}/review`, {

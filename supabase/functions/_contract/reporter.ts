@@ -423,6 +423,13 @@ export const pullRequests = route({
     requested_by: text(200).nullish().describe("Who asked (a person's name or a GitHub login)"),
     issue: z.int({ error: "must be an issue number" }).positive({ error: "must be > 0" })
       .nullish().describe("The issue the task came from: the body says Closes #<n>"),
+    answer: z.object({
+      session_id: text(200).describe("The CLI's session id: one comment per session"),
+      text: z.string({ error: "must be a string" })
+        .max(60_000, { error: "must be at most 60000 characters" }),
+    }).nullish().describe(
+      "The session's final answer, which the platform comments on the pull request once",
+    ),
   }),
   response: z.object({
     number: z.int().describe("The pull request's number on GitHub"),

@@ -152,6 +152,15 @@ export async function deliverPullRequest(
         ${row.id}, ${row.claim}, ${pull.number}, ${pull.html_url}, ${pull.state === "open"},
         ${!!pull.merged_at}, ${pull.draft ?? row.draft}, ${pull.head?.sha ?? null}
       ) as answer`;
+    if (report.answer) {
+      // The session's answer, commented once per session (the follow-ups' paced worker posts it).
+      await sql`
+        insert into private.github_actions (key, project_id, repository, kind, number, body)
+        values (${`answer:${report.answer.session_id}`}, ${project.project_id},
+          ${repositoryKey(repository)}, 'comment', ${pull.number},
+          ${`**${report.agent}**: ${report.answer.text}`.slice(0, 60_000)})
+        on conflict (key) do nothing`;
+    }
     log.info("pull request delivered", {
       number: pull.number,
       branch: report.branch,
