@@ -64,6 +64,7 @@ export async function handleCommand(
         agent: String(payload.agent),
         branch: String(payload.branch),
         kind: String(payload.kind),
+        task_id: String(payload.task_id),
         created_at: new Date().toISOString(),
       };
       await writeFileAtomic(`${ctx.workspace}/inbox/${id}.json`, JSON.stringify(message));

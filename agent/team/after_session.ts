@@ -98,12 +98,20 @@ export async function afterSession(
       from: "runner",
       files: unresolved,
       ...(task.branch ? { branch: task.branch } : {}),
+      // The session that made the conflicting change resolves it, knowing why it made it.
+      ...(outcome ? { resume_session: outcome.session_id, resume_cost_usd: outcome.cost_usd } : {}),
+      follows: task.id,
     });
   }
 
   // The model service busy or unreachable: the task is not lost, it goes back to the board and
   // counts drifted (contract §11a).
   if (outcome?.end === "failed" && outcome.failure === "transient") {
+    // The retry goes on with this session.
+    await board.update(task.id, {
+      resume_session: outcome.session_id,
+      resume_cost_usd: outcome.cost_usd,
+    });
     const at = await board.retryLater(
       task.id,
       reports.redact(outcome.text),
@@ -119,7 +127,7 @@ export async function afterSession(
     : "drifted";
   await board.update(task.id, {
     status,
-    ...(outcome ? { session_id: outcome.session_id } : {}),
+    ...(outcome ? { session_id: outcome.session_id, resume_cost_usd: outcome.cost_usd } : {}),
     ...(status === "completed" ? {} : { outcome: reports.redact(outcome?.text ?? "") }),
   });
   if (task.kind === "work") await reports.taskMetrics(agent.name, { [status]: 1 });

@@ -42,6 +42,8 @@ export interface SessionSpec {
   signal: AbortSignal;
   /** The CLI's session id to use (`--session-id`); a new one when absent. */
   sessionId?: string;
+  /** A session of the same task to go on with (`--resume`): the agent keeps what it knew. */
+  resume?: string;
   /** Each event of the stream as it arrives (the session's steps, contract §17). */
   onEvent?: (event: Record<string, unknown>) => void;
   /** Where messages for the running session are written (contract §17); one of its own if none. */
@@ -108,8 +110,7 @@ export function sessionArgs(spec: SessionSpec, sessionId: string): string[] {
     "--output-format",
     "stream-json",
     "--verbose",
-    "--session-id",
-    sessionId,
+    ...(spec.resume ? ["--resume", spec.resume] : ["--session-id", sessionId]),
     "--model",
     spec.model,
     ...(spec.fallbackModel && spec.fallbackModel !== spec.model
@@ -133,7 +134,7 @@ export function sessionArgs(spec: SessionSpec, sessionId: string): string[] {
 }
 
 export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
-  const sessionId = spec.sessionId ?? crypto.randomUUID();
+  const sessionId = spec.resume ?? spec.sessionId ?? crypto.randomUUID();
   const started = new Date();
   const [command, ...prefix] = [...(spec.runAs ?? []), spec.claude];
   const child = new Deno.Command(command!, {

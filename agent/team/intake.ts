@@ -32,18 +32,31 @@ export async function intake(team: Team): Promise<void> {
       agent?: string;
       branch?: string;
       kind?: string;
+      /** The pull request's task it follows up. */
+      task_id?: string;
       /** The GitHub issue it came from (§16). */
       issue?: number;
     };
     const content = String(message.content);
     if (message.branch && message.agent) {
       const agent = roster.some((a) => a.name === message.agent) ? message.agent : lead;
+      // The pull request's task: its last session goes on with the feedback.
+      const followed = message.task_id ? await team.board.get(message.task_id) : undefined;
       await messageToBoard(team, agent, {
         id: message.id,
         text: content,
         file,
         branch: message.branch,
         ...(message.kind === "conflict" ? { mergeBase: true } : {}),
+        ...(followed?.session_id
+          ? {
+            resume: {
+              session: followed.session_id,
+              cost: followed.resume_cost_usd ?? 0,
+              follows: followed.id,
+            },
+          }
+          : {}),
       });
       continue;
     }
@@ -99,6 +112,7 @@ export async function messageToBoard(
     branch?: string;
     mergeBase?: boolean;
     issue?: number;
+    resume?: { session: string; cost: number; follows: string };
   },
 ): Promise<void> {
   const added = await team.board.add({
@@ -110,6 +124,13 @@ export async function messageToBoard(
     ...(message.branch ? { branch: message.branch } : {}),
     ...(message.mergeBase ? { merge_base: true } : {}),
     ...(message.issue ? { issue: message.issue } : {}),
+    ...(message.resume
+      ? {
+        resume_session: message.resume.session,
+        resume_cost_usd: message.resume.cost,
+        follows: message.resume.follows,
+      }
+      : {}),
   });
   if (added) await team.reports.taskMetrics(agent, { assigned: 1 });
   if (message.file) await Deno.remove(message.file).catch(() => {});

@@ -103,42 +103,63 @@ export async function runTask(
       details: { task_id: task.id, kind: task.kind, model: agent.model },
     }],
   });
+  // A follow-up goes on with the task's last session (contract §17, "Resuming").
+  const resume = task.resume_session;
   // The session's steps go out as they happen (contract §17).
-  const sessionId = crypto.randomUUID();
+  const sessionId = resume ?? crypto.randomUUID();
   const toolNames = new Map<string, string>();
   const steps = new StepReporter(
     sessionId,
     agent.name,
     (batch) => team.reports.post("/sessions/steps", { steps: batch }),
     (text) => team.reports.redact(text),
+    250,
+    resume ? task.resume_steps ?? 0 : 0,
   );
-  const outcome = await runSession({
-    sessionId,
-    inbox,
-    onEvent: (event) => {
-      for (const step of stepsOf(event, toolNames)) steps.add(step);
-    },
-    claude: isolation?.claude ?? team.options.claude,
-    ...(isolation ? { runAs: isolation.prefix } : {}),
-    cwd: clone.dir,
-    prompt: taskPrompt({ ...task, files }, branch),
-    systemPrompt: systemPrompt(agent, team.roster(), {
-      soul: (await team.persona("SOUL.md")) ?? "",
-      coordination,
-    }),
-    model: agent.model,
-    fallbackModel: agent.fallbackModel,
-    env: sessionEnv(team.options, agent.name, home, secrets, isolation !== undefined),
-    settingsFile,
-    timeoutMs: team.options.sessionTimeoutMs,
-    maxTurns: team.options.maxTurns,
-    ...(budgetLeft !== undefined ? { maxBudgetUsd: budgetLeft } : {}),
-    signal: AbortSignal.any([signal, team.signal]),
-  });
+  const soul = (await team.persona("SOUL.md")) ?? "";
+  const run = (resumed: string | undefined, prompt: string) =>
+    runSession({
+      ...(resumed ? { resume: resumed } : { sessionId }),
+      inbox,
+      onEvent: (event) => {
+        for (const step of stepsOf(event, toolNames)) steps.add(step);
+      },
+      claude: isolation?.claude ?? team.options.claude,
+      ...(isolation ? { runAs: isolation.prefix } : {}),
+      cwd: clone.dir,
+      prompt,
+      systemPrompt: systemPrompt(agent, team.roster(), {
+        soul,
+        coordination,
+      }),
+      model: agent.model,
+      fallbackModel: agent.fallbackModel,
+      env: sessionEnv(team.options, agent.name, home, secrets, isolation !== undefined),
+      settingsFile,
+      timeoutMs: team.options.sessionTimeoutMs,
+      maxTurns: team.options.maxTurns,
+      ...(budgetLeft !== undefined ? { maxBudgetUsd: budgetLeft } : {}),
+      signal: AbortSignal.any([signal, team.signal]),
+    });
+  const prompt = taskPrompt({ ...task, files }, branch);
+  let outcome = await run(resume, prompt);
+  if (resume && outcome.end === "failed" && /no conversation found/i.test(outcome.text)) {
+    // The session cannot be resumed (its transcript is gone): afresh, with the task's history.
+    const history = task.follows ? (await team.board.get(task.follows))?.text : undefined;
+    outcome = await run(
+      undefined,
+      history ? `Earlier on this task you were asked:\n${history}\n\n${prompt}` : prompt,
+    );
+  }
   await steps.close();
   // A message the session never took (it ended at that moment) is the agent's next task.
   for (const message of inbox.untaken()) await messageToBoard(team, agent.name, message);
-  team.budget.spent(manifest, outcome.cost_usd);
+  // A resumed session's cost is the whole session's: this run spent what it added.
+  const runCost = outcome.session_id === resume
+    ? outcome.cost_usd - (task.resume_cost_usd ?? 0)
+    : outcome.cost_usd;
+  team.budget.spent(manifest, Math.max(0, runCost));
+  await team.board.update(task.id, { resume_steps: steps.nextSeq });
   const retryAt = await afterSession(team, agent, task, clone, outcome, branch, false, before);
   if (retryAt) {
     // The model service was busy: the agent is fine, its task waits for its retry.

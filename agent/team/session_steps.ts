@@ -103,7 +103,16 @@ export class StepReporter {
     private readonly send: (steps: Record<string, unknown>[]) => Promise<void>,
     private readonly scrub: (text: string) => string,
     private readonly flushMs = 250,
-  ) {}
+    /** A resumed session's steps number on from its earlier runs'. */
+    firstSeq = 0,
+  ) {
+    this.#seq = firstSeq;
+  }
+
+  /** The number the next step gets: where a resumed run of this session goes on. */
+  get nextSeq(): number {
+    return this.#seq;
+  }
 
   add(step: Step): void {
     const summary = this.scrub(step.summary).split(/\r?\n/).find((l) => l.trim())?.trim() ?? "";

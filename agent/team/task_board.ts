@@ -38,6 +38,17 @@ export interface Task {
   updated_at: string;
   /** The CLI's session id of the session that ran it. */
   session_id?: string;
+  /**
+   * A session to go on with (contract §17, "Resuming"): a follow-up of a task (a conflict, a pull
+   * request's feedback, a retry) resumes the task's last session, so the agent keeps what it knew.
+   */
+  resume_session?: string;
+  /** What that session had cost when it last ended: a resumed session's cost counts on from it. */
+  resume_cost_usd?: number;
+  /** How many steps that session reported: a resumed run's steps number on from there. */
+  resume_steps?: number;
+  /** The task that this one follows up (its text is the history of a session started afresh). */
+  follows?: string;
   /** Why it failed or drifted. */
   outcome?: string;
   /** A conflict task's files. */

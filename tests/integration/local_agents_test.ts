@@ -185,6 +185,10 @@ Deno.test("the real agent team through deno task start", async (t) => {
         return r && r.resolved >= 1 ? r : undefined;
       }, { timeoutMs: SESSION_MS });
       assert.equal(sync.detected, 1);
+      // The conflict was resolved by resuming the session that made it (contract §17): no
+      // session of its own, each agent's two tasks are two sessions.
+      assert.equal(await sessionCount("builder"), 2);
+      assert.equal(await sessionCount("reviewer"), 2);
       const notes = await git(remote, "show", "main:NOTES.md");
       assert.match(notes, /^builder: note the plan$/m);
       assert.match(notes, /^reviewer: note the review$/m);
