@@ -119,7 +119,7 @@ comment on table private.pull_requests is
 alter table private.pull_requests enable row level security;
 
 revoke all on private.pull_requests from public, anon, authenticated;
-grant select on private.pull_requests to authenticated;
+grant select on private.pull_requests to authenticated, service_role;
 
 create policy "Pull requests are visible to project members"
   on private.pull_requests for select to authenticated
@@ -136,7 +136,7 @@ comment on view public.pull_requests is
   'The pull requests the platform opened on GitHub for the projects the user is a member of (contract §16).';
 
 revoke all on public.pull_requests from anon, authenticated;
-grant select on public.pull_requests to authenticated;
+grant select on public.pull_requests to authenticated, service_role;
 
 -- -------------------------------------------------------------------------------------
 -- Events and productivity counts, from the row
