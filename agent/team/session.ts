@@ -2,6 +2,7 @@
  * One task's session: the agent's clone made ready, the session's settings (the approval hook)
  * and environment, the Claude Code run (claude_session.ts), then after_session.ts.
  */
+import { resolve } from "node:path";
 import { quote } from "shell-quote";
 import { afterSession } from "./after_session.ts";
 import { deliveryOf, taskBranch } from "./delivery.ts";
@@ -182,45 +183,80 @@ async function sessionSettings(
 ): Promise<string> {
   const rulesFile = `${home}/approval-rules.json`;
   await Deno.writeTextFile(rulesFile, JSON.stringify(parseApprovalRules(coordination)));
-  // Run as the session's own user, the hook keeps what it remembers in that user's home.
-  const hookState = isolation ? `${home}/home/.approvals` : `${o.stateDir}/hooks`;
-  const deno = quote([
-    Deno.execPath(),
-    "run",
-    "--quiet",
-    "--no-prompt",
-    "--allow-read",
-    // Its own state, and the socket (connecting to a Unix socket is writing to it).
-    `--allow-write=${hookState},${o.socketPath}`,
-    // The agent's socket only: fetch's host (vm-agent) and the Unix socket it goes through.
-    `--allow-net=vm-agent,unix:${o.socketPath}`,
-    ...(isolation ? ["--no-config", isolation.hook] : ["--config", DENO_CONFIG, HOOK]),
-  ]);
-  const flags = quote([
-    "--socket",
-    o.socketPath,
-    "--rules",
-    rulesFile,
-    "--agent",
-    agent,
-    "--state",
-    hookState,
-    "--ttl",
-    String(o.approvalTtlSeconds),
-  ]);
-  // The hook waits as long as the approval lives: its own timeout must not cut it short.
-  const hook = (event: string) =>
-    failClosed(`${deno} ${event} ${flags}`, o.approvalTtlSeconds + 300);
   const settings = {
-    hooks: {
-      PreToolUse: [{ matcher: "Bash", hooks: [hook("pre")] }],
-      PostToolUse: [{ matcher: "Bash", hooks: [hook("post")] }],
-      PostToolUseFailure: [{ matcher: "Bash", hooks: [hook("post-failure")] }],
-    },
+    hooks: approvalHooks(o, isolation, {
+      rules: quote([rulesFile]),
+      agent: quote([agent]),
+      // Run as the session's own user, the hook keeps what it remembers in that user's home.
+      state: quote([hookStateOf(o, home, isolation)]),
+    }),
   };
   const file = `${home}/session-settings.json`;
   await Deno.writeTextFile(file, JSON.stringify(settings, null, 2));
   return file;
+}
+
+function hookStateOf(o: TeamRunnerOptions, home: string, isolation?: SessionIsolation): string {
+  return isolation ? `${home}/home/.approvals` : `${o.stateDir}/hooks`;
+}
+
+/**
+ * The approval hook on PreToolUse, PostToolUse and PostToolUseFailure for Bash. `at` holds shell
+ * words for its rules file, agent and state directory: quoted values for one session's settings,
+ * or references to the session's environment for the VM image's managed settings, which hold one
+ * hook for every agent.
+ */
+function approvalHooks(
+  o: TeamRunnerOptions,
+  isolation: SessionIsolation | undefined,
+  at: { rules: string; agent: string; state: string },
+) {
+  const deno = [
+    quote([Deno.execPath(), "run", "--quiet", "--no-prompt", "--allow-read"]),
+    // Its own state, and the socket (connecting to a Unix socket is writing to it).
+    `--allow-write=${at.state},${quote([o.socketPath])}`,
+    // The agent's socket only: fetch's host (vm-agent) and the Unix socket it goes through.
+    quote([`--allow-net=vm-agent,unix:${o.socketPath}`]),
+    quote(isolation ? ["--no-config", isolation.hook] : ["--config", DENO_CONFIG, HOOK]),
+  ].join(" ");
+  const flags = [
+    quote(["--socket", o.socketPath]),
+    `--rules ${at.rules} --agent ${at.agent} --state ${at.state}`,
+    quote(["--ttl", String(o.approvalTtlSeconds)]),
+  ].join(" ");
+  // The hook waits as long as the approval lives: its own timeout must not cut it short.
+  const hook = (event: string) =>
+    failClosed(`${deno} ${event} ${flags}`, o.approvalTtlSeconds + 300);
+  return {
+    PreToolUse: [{ matcher: "Bash", hooks: [hook("pre")] }],
+    PostToolUse: [{ matcher: "Bash", hooks: [hook("post")] }],
+    PostToolUseFailure: [{ matcher: "Bash", hooks: [hook("post-failure")] }],
+  };
+}
+
+/**
+ * The VM image's managed settings (contract §11a): a root-owned file the CLI reads before any
+ * other (`/etc/claude-code/managed-settings.json`), holding the approval hooks for every session
+ * (their rules, agent and state from the session's environment) and `allowManagedHooksOnly`, so
+ * no other settings can add, change or remove a hook. Written by the runner at its start when
+ * AGENT_MANAGED_SETTINGS names the file (the VM unit does; never locally).
+ */
+export async function writeManagedSettings(
+  o: TeamRunnerOptions,
+  isolation: SessionIsolation | undefined,
+  file: string,
+): Promise<void> {
+  const settings = {
+    allowManagedHooksOnly: true,
+    hooks: approvalHooks(o, isolation, {
+      rules: '"$VM_AGENT_APPROVAL_RULES"',
+      agent: '"$VM_AGENT_NAME"',
+      state: '"$VM_AGENT_HOOK_STATE"',
+    }),
+  };
+  await Deno.mkdir(resolve(file, ".."), { recursive: true, mode: 0o755 });
+  await Deno.writeTextFile(file, JSON.stringify(settings, null, 2), { mode: 0o644 });
+  await Deno.chmod(file, 0o644);
 }
 
 /**
@@ -256,6 +292,11 @@ export function sessionEnv(
     ...baseEnv(home),
     // The bundled hook needs no module cache but Deno's own: the session's user keeps it.
     ...(ownUser ? { DENO_DIR: `${home}/home/.cache/deno` } : {}),
+    // What the managed settings' hooks read (writeManagedSettings); the hooks run as the CLI's
+    // children, with the CLI's environment, which nothing the session runs can change.
+    VM_AGENT_APPROVAL_RULES: `${home}/approval-rules.json`,
+    VM_AGENT_NAME: agent,
+    VM_AGENT_HOOK_STATE: ownUser ? `${home}/home/.approvals` : `${o.stateDir}/hooks`,
     ...projectSecrets,
     ...gitIdentity(agent),
     CLAUDE_CONFIG_DIR: `${home}/home/.claude`,

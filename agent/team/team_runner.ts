@@ -17,7 +17,7 @@ import { Alarm } from "../alarm.ts";
 import type { manifest, ResponseOf } from "../../supabase/functions/_contract/reporter.ts";
 import { intake } from "./intake.ts";
 import { DEFAULT_AGENTS_MD, parseRoster, type RosterAgent } from "./roster.ts";
-import { runTask } from "./session.ts";
+import { runTask, writeManagedSettings } from "./session.ts";
 import { SessionBudget } from "./session_budget.ts";
 import { SessionInbox } from "./session_inbox.ts";
 import {
@@ -99,6 +99,9 @@ export class TeamRunner {
       const user = await ensureSessionUser(this.#o.sessionUser);
       this.#isolation = await prepareIsolation(user, this.#o.claude, `${this.#agentsDir}/.runner`);
       await lockStateForSessions(this.#o.stateDir, this.#o.socketPath);
+    }
+    if (this.#o.managedSettings) {
+      await writeManagedSettings(this.#o, this.#isolation, this.#o.managedSettings);
     }
     for (const task of await this.#board.list()) {
       if (task.status !== "running") continue;

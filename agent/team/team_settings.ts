@@ -34,6 +34,8 @@ export interface TeamSettings {
    * `vm-session`; `none` keeps them as the agent's own user); undefined when not root.
    */
   sessionUser?: string;
+  /** Where the runner writes the managed settings (the VM image; AGENT_MANAGED_SETTINGS). */
+  managedSettings?: string;
 }
 
 export function teamSettings(env: Record<string, string | undefined>): TeamSettings {

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { runSession, type SessionSpec } from "../../agent/team/claude_session.ts";
-import { failClosed, sessionEnv } from "../../agent/team/session.ts";
+import { failClosed, sessionEnv, writeManagedSettings } from "../../agent/team/session.ts";
 import { ensureSessionUser, handOver, prepareIsolation } from "../../agent/team/session_user.ts";
 import { teamSettings } from "../../agent/team/team_settings.ts";
 import type { TeamRunnerOptions } from "../../agent/team/team_runner.ts";
@@ -138,6 +138,48 @@ Deno.test("a hostile repository changes nothing of how a session runs", async (t
       assert.match(env, /^PROJECT_SETTING=kept$/m);
       assert.match(env, /^GIT_AUTHOR_NAME=builder$/m);
     });
+    await t.step("the managed settings hold the hooks for every agent, and only them", async () => {
+      const file = `${root}/etc/claude-code/managed-settings.json`;
+      const managed = { ...options, socketPath: `${root}/no-agent.sock`, stateDir: `${root}/st` };
+      await writeManagedSettings(managed as TeamRunnerOptions, undefined, file);
+      const settings = JSON.parse(await Deno.readTextFile(file));
+      assert.equal(settings.allowManagedHooksOnly, true);
+      const [pre] = settings.hooks.PreToolUse[0].hooks;
+      assert.match(pre.command, /"\$VM_AGENT_APPROVAL_RULES"/);
+      assert.equal(pre.onFailure, "block");
+      // Run as the CLI would, with a session's environment: the agent unreachable, a force push
+      // is refused.
+      await Deno.writeTextFile(`${home}/approval-rules.json`, JSON.stringify({ globs: [] }));
+      const env = sessionEnv(managed as TeamRunnerOptions, "builder", home, {});
+      const ask = async (command: string) => {
+        const child = new Deno.Command("sh", {
+          args: ["-c", pre.command],
+          env,
+          clearEnv: true,
+          stdin: "piped",
+          stdout: "piped",
+          stderr: "piped",
+        }).spawn();
+        const writer = child.stdin.getWriter();
+        await writer.write(new TextEncoder().encode(JSON.stringify({
+          session_id: "s",
+          tool_name: "Bash",
+          tool_use_id: "t",
+          tool_input: { command },
+        })));
+        await writer.close();
+        const out = await child.output();
+        return { code: out.code, said: new TextDecoder().decode(out.stdout) };
+      };
+      // The hook reads this session's rules from the environment: a plain command passes.
+      assert.deepEqual(await ask("ls src"), { code: 0, said: "" });
+      const push = await ask("git push --force origin HEAD:main");
+      assert.ok(
+        push.code === 2 || /"permissionDecision":"deny"/.test(push.said),
+        `the hook let it through: ${push.said}`,
+      );
+    });
+
     await t.step({
       name: "as root, a session runs as its own user and cannot read the agent's state",
       ignore: Deno.uid() !== 0,
