@@ -34,6 +34,7 @@ Deno.test("a merged pull request: merged, prs_merged counted, its branch deleted
 
     const branch = "agents/builder/readme-0a1b2c";
     await pushBranch(gh, branch);
+    const mark = gh.requests.length;
     const opened = await vm.ok("/pull-requests", {
       task_id: "task-1",
       agent: "builder",
@@ -41,6 +42,9 @@ Deno.test("a merged pull request: merged, prs_merged counted, its branch deleted
       title: "Improve the README",
       body: "Make the README friendlier.",
     });
+    // What opening one costs in GitHub API calls (docs/benchmarks.md): with the installation's
+    // token cached (the manifest minted it), the pull request itself and nothing else.
+    assert.deepEqual(gh.requests.slice(mark).map((r) => r.operation), ["pulls/create"]);
     const [pull] = gh.pulls(DEMO_OWNER, REPO);
     assert.equal(pull?.number, opened.number);
     assert.equal(pull?.base, "main");
