@@ -8,12 +8,7 @@
  * a time; a 403 with retry-after waited out).
  */
 import assert from "node:assert/strict";
-import {
-  DEMO_OWNER,
-  DEMO_PERSON,
-  githubFaults,
-  startGitHubStandIn,
-} from "../../local/github/server.ts";
+import { DEMO_OWNER, DEMO_PERSON, githubFaults } from "../../local/github/server.ts";
 import type { Manifest } from "../../supabase/functions/_contract/reporter.ts";
 import { tokenOctokit } from "../../supabase/functions/_shared/github/app.ts";
 import { paceWrites } from "../../supabase/functions/_shared/github/pacing.ts";
@@ -22,44 +17,9 @@ import {
   TOKEN_PERMISSIONS,
 } from "../../supabase/functions/_shared/github/tokens.ts";
 import { inProcess, type InProcessStack } from "../helpers/in_process.ts";
+import { REPO, withGitHubPlatform } from "../helpers/github_platform.ts";
 import { ok, vmApi } from "../helpers/vm_api.ts";
 import { reporter, setupProject } from "../helpers/vm_reporter.ts";
-
-const REPO = "app";
-
-async function withPlatform(
-  fn: (
-    gh: Awaited<ReturnType<typeof startGitHubStandIn>>,
-    stack: InProcessStack,
-  ) => Promise<void>,
-) {
-  await using gh = await startGitHubStandIn();
-  await gh.createRepository(DEMO_OWNER, REPO, { seed: { "README.md": "# App\n" } });
-  await using stack = await inProcess({
-    VM_API_RATE_LIMIT: "100000",
-    VM_REPORTER_RATE_LIMIT: "100000",
-    GITHUB_APP_ID: String(gh.app.id),
-    GITHUB_APP_PRIVATE_KEY: gh.app.privateKey,
-    GITHUB_APP_SLUG: gh.app.slug,
-    GITHUB_WEBHOOK_SECRET: gh.webhookSecret,
-    GITHUB_API_URL: gh.apiUrl,
-    GITHUB_WEB_URL: gh.webUrl,
-  });
-  // The stand-in delivers its webhooks over HTTP: a socket in front of the in-process functions.
-  const relay = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    (request) => {
-      const url = new URL(request.url);
-      return stack.fetch(new Request(`${stack.origin}${url.pathname}`, request));
-    },
-  );
-  gh.webhookUrl = `http://127.0.0.1:${relay.addr.port}/functions/v1/github-webhooks`;
-  try {
-    await fn(gh, stack);
-  } finally {
-    await relay.shutdown();
-  }
-}
 
 const deps = (stack: InProcessStack) => ({
   config: stack.services.config,
@@ -85,7 +45,7 @@ async function git(cwd: string, args: string[], env: Record<string, string> = {}
 }
 
 Deno.test("the App looks up its installation and mints a narrowed token, cached sealed", () =>
-  withPlatform(async (gh, stack) => {
+  withGitHubPlatform(async (gh, stack) => {
     const installationId = gh.install(DEMO_OWNER, [REPO]);
     await gh.deliveriesSettled();
     const repository = { owner: DEMO_OWNER, repo: REPO };
@@ -137,7 +97,7 @@ Deno.test("the App looks up its installation and mints a narrowed token, cached 
   }));
 
 Deno.test("the manifest carries an installation token that clones over git HTTP", () =>
-  withPlatform(async (gh, stack) => {
+  withGitHubPlatform(async (gh, stack) => {
     const api = vmApi(stack);
     const { projectId, token, userId } = await setupProject(stack.db.sql);
     const url = `${gh.webUrl}/${DEMO_OWNER}/${REPO}.git`;
@@ -239,7 +199,7 @@ Deno.test("pacing holds 80 a minute and 500 an hour under a burst (database cloc
 });
 
 Deno.test("pacing: one content-creating request at a time; a throttled one waits and retries", () =>
-  withPlatform(async (gh, stack) => {
+  withGitHubPlatform(async (gh, stack) => {
     const { sql } = stack.db;
     const installationId = gh.install(DEMO_OWNER, [REPO]);
     const t = new Date();

@@ -6,19 +6,12 @@
 import assert from "node:assert/strict";
 import { createTestDatabase } from "../helpers/database.ts";
 import { createOrganization, createUser } from "../helpers/fixtures.ts";
-import { startServer } from "../helpers/server.ts";
+import { FAST_TEAM, startServer } from "../helpers/server.ts";
 import { eventually, vmApi } from "../helpers/vm_api.ts";
-
-const FAST = {
-  LOCAL_VM_BOOT_MS: "300",
-  LOCAL_AGENT_CYCLE_MS: "200",
-  RECONCILE_INTERVAL_MS: "100",
-  VM_REPORTER_RATE_LIMIT: "100000",
-};
 
 Deno.test("a running session's steps are in session_steps before its result", async () => {
   await using db = await createTestDatabase();
-  await using server = await startServer(db.url, FAST);
+  await using server = await startServer(db.url, FAST_TEAM);
   const api = vmApi(server);
   const user = await createUser(db.sql);
   const org = await createOrganization(db.sql, [user]);

@@ -10,17 +10,9 @@
 import assert from "node:assert/strict";
 import { createTestDatabase } from "../helpers/database.ts";
 import { createOrganization, createUser } from "../helpers/fixtures.ts";
-import { startServer } from "../helpers/server.ts";
+import { FAST_TEAM, startServer } from "../helpers/server.ts";
 import { eventually, vmApi } from "../helpers/vm_api.ts";
 
-const FAST = {
-  LOCAL_VM_BOOT_MS: "300",
-  LOCAL_VM_STOP_MS: "200",
-  LOCAL_VM_DELETE_MS: "200",
-  LOCAL_AGENT_CYCLE_MS: "200",
-  RECONCILE_INTERVAL_MS: "100",
-  VM_REPORTER_RATE_LIMIT: "100000",
-};
 const SESSION_MS = 60_000;
 
 async function git(cwd: string, ...args: string[]): Promise<string> {
@@ -34,7 +26,7 @@ async function git(cwd: string, ...args: string[]): Promise<string> {
 
 Deno.test("the real agent team through deno task start", async (t) => {
   await using db = await createTestDatabase();
-  await using server = await startServer(db.url, FAST);
+  await using server = await startServer(db.url, FAST_TEAM);
   const api = vmApi(server);
   const user = await createUser(db.sql);
   const org = await createOrganization(db.sql, [user]);
@@ -339,7 +331,7 @@ Deno.test("the real agent team through deno task start", async (t) => {
 
 Deno.test("with a 10-minute agent cycle, a new project leaves initializing within seconds", async () => {
   await using db = await createTestDatabase();
-  await using server = await startServer(db.url, { ...FAST, LOCAL_AGENT_CYCLE_MS: "600000" });
+  await using server = await startServer(db.url, { ...FAST_TEAM, LOCAL_AGENT_CYCLE_MS: "600000" });
   const api = vmApi(server);
   const user = await createUser(db.sql);
   const org = await createOrganization(db.sql, [user]);
