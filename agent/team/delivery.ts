@@ -7,20 +7,11 @@
 import type { Manifest } from "./team_runner.ts";
 import type { Task } from "./task_board.ts";
 
-export interface Delivery {
-  mode: "push" | "pull_request";
-  branch_prefix: string;
-  draft: boolean;
-}
+export type Delivery = NonNullable<Manifest["delivery"]>;
 
-/** The manifest's delivery; a manifest without one (an older platform) pushes. */
+/** The manifest's delivery; a manifest kept from before it had one pushes. */
 export function deliveryOf(manifest: Manifest | undefined): Delivery {
-  const delivery = (manifest as { delivery?: Partial<Delivery> } | undefined)?.delivery;
-  return {
-    mode: delivery?.mode === "pull_request" ? "pull_request" : "push",
-    branch_prefix: delivery?.branch_prefix ?? "agents/",
-    draft: delivery?.draft ?? false,
-  };
+  return manifest?.delivery ?? { mode: "push", branch_prefix: "agents/", draft: false };
 }
 
 /** `<branch_prefix><agent>/<slug of the task>-<6 hex of its id>`: one branch a task. */
