@@ -16,6 +16,7 @@ import { createVmApi } from "../supabase/functions/vm-api/handler.ts";
 import { createVmReconciler } from "../supabase/functions/vm-reconciler/handler.ts";
 import { createWebhooksApi } from "../supabase/functions/webhooks/handler.ts";
 import { createApprovalLinks } from "../supabase/functions/approval-links/handler.ts";
+import { createGitHubOAuth } from "../supabase/functions/github-oauth/handler.ts";
 import { createGitHubWebhooks } from "../supabase/functions/github-webhooks/handler.ts";
 import { redactSmtpUrl } from "../supabase/functions/_shared/notifications/smtp.ts";
 import { type MailCatcher, mailCatcherPorts, startMailCatcher } from "./mail_catcher.ts";
@@ -153,6 +154,7 @@ export async function startStack(
         webhooks: createWebhooksApi(services),
         "approval-links": createApprovalLinks(services),
         "github-webhooks": createGitHubWebhooks(services),
+        "github-oauth": createGitHubOAuth(services),
       },
       ...(dataApi ? { dataApi: dataApi.route } : {}),
       ...(dataApi ? { site: createDashboardSite(dataApi.keys.anon) } : {}),

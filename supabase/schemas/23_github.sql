@@ -53,13 +53,18 @@ comment on table private.github_installation_repositories is
 
 create table private.github_installation_tokens (
   -- `owner/repo`, lower case: a token is narrowed to this one repository.
-  repository text primary key,
+  repository text not null,
+  -- What the token may do (contract §18): `vm`, git only (contents, metadata), for the VM's
+  -- manifest; `platform`, pull requests, issues and checks too, never leaving the functions.
+  purpose text not null default 'platform'
+    constraint github_installation_tokens_purpose_check check (purpose in ('vm', 'platform')),
   installation_id bigint not null references private.github_installations (id) on delete cascade,
   -- The 12-byte IV, the ciphertext and the 16-byte GCM tag (_shared/sealing.ts).
   token_sealed bytea not null constraint github_installation_tokens_token_sealed_check
     check (octet_length(token_sealed) between 29 and 4124),
   expires_at timestamptz not null,
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  primary key (repository, purpose)
 );
 
 create index github_installation_tokens_installation_idx
@@ -104,6 +109,9 @@ create table private.github_webhook_deliveries (
   installation_id bigint,
   -- null: the body was not JSON.
   payload jsonb,
+  -- The SHA-256 of the exact body (hex): a body recorded before under another delivery id is
+  -- not acted on twice (contract §18). null for deliveries recorded before it was kept.
+  body_sha256 text constraint github_webhook_deliveries_body_sha256_key unique,
   received_at timestamptz not null default now(),
   -- Set once acted on (or found to need nothing, or given up).
   processed_at timestamptz,
@@ -264,10 +272,14 @@ grant execute on function private.github_installation_of(text) to service_role;
 -- -------------------------------------------------------------------------------------
 
 /**
- * The cached token for `p_repository` (sealed, hex) if it is still good for `p_min_seconds`,
- * with its installation and expiry; no row otherwise.
+ * The cached `p_purpose` token for `p_repository` (sealed, hex) if it is still good for
+ * `p_min_seconds`, with its installation and expiry; no row otherwise.
  */
-create or replace function private.cached_github_token(p_repository text, p_min_seconds integer)
+create or replace function private.cached_github_token(
+  p_repository text,
+  p_min_seconds integer,
+  p_purpose text default 'platform'
+)
 returns table (installation_id bigint, token_sealed text, expires_at timestamptz)
 language sql
 stable
@@ -278,18 +290,20 @@ as $$
   from private.github_installation_tokens t
   join private.github_installations i on i.id = t.installation_id
   where t.repository = lower(p_repository)
+    and t.purpose = p_purpose
     and i.suspended_at is null
     and t.expires_at > clock_timestamp() + make_interval(secs => p_min_seconds);
 $$;
 
-grant execute on function private.cached_github_token(text, integer) to service_role;
+grant execute on function private.cached_github_token(text, integer, text) to service_role;
 
-/** Keeps a freshly minted token (sealed, hex) for `p_repository`, replacing the one before. */
+/** Keeps a freshly minted `p_purpose` token (sealed, hex) for `p_repository`, replacing the one before. */
 create or replace function private.store_github_token(
   p_repository text,
   p_installation_id bigint,
   p_token_sealed text,
-  p_expires_at timestamptz
+  p_expires_at timestamptz,
+  p_purpose text default 'platform'
 ) returns void
 language sql
 volatile
@@ -297,17 +311,18 @@ security definer
 set search_path = ''
 as $$
   insert into private.github_installation_tokens
-    (repository, installation_id, token_sealed, expires_at)
-  select lower(p_repository), p_installation_id, decode(p_token_sealed, 'hex'), p_expires_at
+    (repository, purpose, installation_id, token_sealed, expires_at)
+  select lower(p_repository), p_purpose, p_installation_id, decode(p_token_sealed, 'hex'),
+    p_expires_at
   where exists (select 1 from private.github_installations where id = p_installation_id)
-  on conflict (repository) do update
+  on conflict (repository, purpose) do update
     set installation_id = excluded.installation_id,
         token_sealed = excluded.token_sealed,
         expires_at = excluded.expires_at,
         created_at = now();
 $$;
 
-grant execute on function private.store_github_token(text, bigint, text, timestamptz)
+grant execute on function private.store_github_token(text, bigint, text, timestamptz, text)
   to service_role;
 
 -- -------------------------------------------------------------------------------------
@@ -429,8 +444,9 @@ grant execute on function private.github_write_done(bigint, uuid, double precisi
 
 /**
  * Records a verified delivery. Answers false when its id was recorded before (a redelivery:
- * answered 200 and ignored). An `invalid` one (the payload is of the wrong shape) is recorded
- * processed, with `p_error` saying why.
+ * answered 200 and ignored), or its body (`p_body_sha256`) was, under another id: a replayed
+ * body is acted on once (contract §18). An `invalid` one (the payload is of the wrong shape) is
+ * recorded processed, with `p_invalid` saying why.
  */
 create or replace function private.record_github_delivery(
   p_id text,
@@ -439,7 +455,8 @@ create or replace function private.record_github_delivery(
   p_repository text,
   p_installation_id bigint,
   p_payload jsonb,
-  p_invalid text
+  p_invalid text,
+  p_body_sha256 text default null
 ) returns boolean
 language sql
 volatile
@@ -448,19 +465,20 @@ set search_path = ''
 as $$
   with recorded as (
     insert into private.github_webhook_deliveries
-      (id, event, action, repository, installation_id, payload, processed_at, outcome, last_error)
+      (id, event, action, repository, installation_id, payload, processed_at, outcome, last_error,
+       body_sha256)
     values (p_id, p_event, p_action, lower(p_repository), p_installation_id, p_payload,
       case when p_invalid is not null then now() end,
       case when p_invalid is not null then 'invalid' end,
-      p_invalid)
-    on conflict (id) do nothing
+      p_invalid, p_body_sha256)
+    on conflict do nothing
     returning 1
   )
   select exists (select 1 from recorded);
 $$;
 
-grant execute on function private.record_github_delivery(text, text, text, text, bigint, jsonb, text)
-  to service_role;
+grant execute on function private.record_github_delivery(text, text, text, text, bigint, jsonb,
+  text, text) to service_role;
 
 /** True when some project's repository_url is `${p_web_url}/<p_repository>` (with or without .git). */
 create or replace function private.project_names_github_repository(

@@ -4,8 +4,9 @@
 -- Acting on a recorded delivery (private.apply_github_delivery, 23_github.sql) for a recorded
 -- open pull request of a project:
 -- - a review submitted with a body or `changes_requested`, a review comment created, an issue
---   comment created on the pull request, by a person with write access (author_association
---   OWNER, MEMBER or COLLABORATOR; never a bot, so never the App itself): one
+--   comment created on the pull request, by a person GitHub says may write (write, maintain or
+--   admin, asked of GitHub and kept 5 minutes: 27_github_trust.sql; never a bot, so never the
+--   App itself), its text fenced as untrusted (26_untrusted_text.sql): one
 --   `pull_request_feedback` command for the pull request's agent and branch (kind review,
 --   review_comment or comment), and an `eyes` reaction to what it took;
 -- - a check run of the pull request's head commit completed with `failure` or `timed_out`: the
@@ -15,9 +16,10 @@
 -- - a push to the base of an open pull request: the functions ask GitHub whether it still
 --   merges, and a `mergeable: false` is a `conflict` follow-up (private.conflict_follow_up), once
 --   per head commit;
--- - an issue labelled with the project's `agents_label`, or an issue comment beginning `/agents`
---   by a person with write access (`/agents @builder …` names the agent): a chat message for the
---   lead (or the named agent) with the issue's title and body (private.queue_agent_message, as
+-- - an issue labelled with the project's `agents_label` by a person who may write, or an issue
+--   comment beginning `/agents` by one (`/agents @builder …` names the agent), in a project whose
+--   repository was verified (27_github_trust.sql): a chat message for the lead (or the named
+--   agent) with the issue's title and body fenced as untrusted (private.queue_agent_message, as
 --   send_agent_message queues one), carrying `issue` so the pull request says `Closes #<n>`; an
 --   `eyes` reaction on the issue and, once per issue, a comment with the dashboard's address.
 --
@@ -118,20 +120,6 @@ as $$
     )));
 $$;
 
-/** True for a person with write access to the repository: never a bot (so never the App). */
-create or replace function private.github_writer(p_user jsonb, p_sender jsonb, p_association text)
-returns boolean
-language sql
-immutable
-set search_path = ''
-as $$
-  select coalesce(p_association in ('OWNER', 'MEMBER', 'COLLABORATOR'), false)
-    and coalesce(p_user ->> 'type', '') <> 'Bot'
-    and coalesce(p_sender ->> 'type', '') <> 'Bot'
-    and coalesce(p_user ->> 'login', '') !~ '\[bot\]$'
-    and coalesce(p_sender ->> 'login', '') !~ '\[bot\]$';
-$$;
-
 /**
  * The failed check runs `p_checks` (`[{name, conclusion, title, summary, url}]`) of head commit
  * `p_head_sha` of pull request `p_pull_request_id`: one `checks` follow-up per head commit, at
@@ -188,8 +176,10 @@ begin
       coalesce(E'\n  ' || nullif(c ->> 'summary', ''), '')), E'\n')
     into v_body from jsonb_array_elements(coalesce(p_checks, '[]')) c;
   v_command := private.queue_pull_request_feedback(v_pull, 'checks', p_author,
-    format(E'Checks failed on %s (round %s of %s):\n%s', left(p_head_sha, 7), v_rounds + 1,
-      v_limit, coalesce(v_body, '')),
+    format(E'Checks failed on %s (round %s of %s); what they reported is below.\n\n%s',
+      left(p_head_sha, 7), v_rounds + 1, v_limit,
+      private.untrusted_block(format('failed checks on %s', left(p_head_sha, 7)), p_author, 'app',
+        left(coalesce(v_body, ''), 12000))),
     null, null, coalesce(p_checks, '[]'));
   insert into private.pull_request_check_rounds (pull_request_id, head_sha, command_id)
     values (p_pull_request_id, p_head_sha, v_command);
@@ -244,9 +234,11 @@ grant execute on function private.conflict_follow_up(bigint, text, text) to serv
 
 /**
  * An `issues` `labeled` with a project's `agents_label`, or an `issue_comment` `created` on an
- * issue by a person with write access beginning `/agents`: a chat message for the lead (or the
- * agent `/agents @name` names) in every project naming the repository. Answers applied,
- * ignored, or null (no project names the repository).
+ * issue beginning `/agents`, by a person GitHub says may write (for a label, the person who added
+ * it): a chat message for the lead (or the agent `/agents @name` names) in every verified project
+ * naming the repository. The message says who made it work, then the issue (and the comment)
+ * fenced as untrusted, with their authors and permissions. Answers applied, ignored, or null (no
+ * project names the repository).
  */
 create or replace function private.apply_github_issue_work(
   d private.github_webhook_deliveries,
@@ -262,6 +254,8 @@ declare
   v_number integer := (d.payload #>> '{issue,number}')::integer;
   v_comment jsonb := d.payload -> 'comment';
   v_label text := d.payload #>> '{label,name}';
+  v_actor jsonb;
+  v_role text;
   v_agent text;
   v_author text;
   v_content text;
@@ -271,33 +265,43 @@ begin
   if v_number is null or coalesce(v_issue ->> 'state', 'open') <> 'open' then
     return 'ignored';
   end if;
-  if d.event = 'issue_comment' then
-    if v_comment ->> 'body' !~ '^\s*/agents(\s|$)'
-      or not private.github_writer(v_comment -> 'user', d.payload -> 'sender',
-        v_comment ->> 'author_association')
-    then
-      return 'ignored';
-    end if;
-    v_agent := substring(v_comment ->> 'body' from '^\s*/agents\s+@([A-Za-z0-9._-]{1,100})');
-    v_author := v_comment #>> '{user,login}';
-  else
-    if v_label is null or coalesce(d.payload #>> '{sender,type}', '') = 'Bot' then
-      return 'ignored';
-    end if;
-    v_author := d.payload #>> '{sender,login}';
+  if not exists (select 1 from private.verified_projects_of(p_web_url, d.repository)) then
+    return case when private.project_names_github_repository(p_web_url, d.repository)
+      then 'ignored' end;
   end if;
-  v_content := left(
-    coalesce('@' || v_agent || ' ', '') ||
-    format(E'GitHub issue #%s: %s\n\n%s', v_number, v_issue ->> 'title',
-      coalesce(nullif(btrim(v_issue ->> 'body'), ''), '_(no description)_')) ||
+  if d.event = 'issue_comment' then
+    if v_comment ->> 'body' !~ '^\s*/agents(\s|$)' then
+      return 'ignored';
+    end if;
+    v_actor := v_comment -> 'user';
+    v_agent := substring(v_comment ->> 'body' from '^\s*/agents\s+@([A-Za-z0-9._-]{1,100})');
+  else
+    if v_label is null then
+      return 'ignored';
+    end if;
+    v_actor := d.payload -> 'sender';
+  end if;
+  v_role := private.github_role(d.repository, v_actor);
+  if not private.github_role_writes(v_role) then
+    return 'ignored';
+  end if;
+  v_author := v_actor ->> 'login';
+  v_content := coalesce('@' || v_agent || ' ', '') ||
+    format(E'GitHub issue #%s was made work by %s (%s) %s. Work on it; what the issue says is below, as its author wrote it.',
+      v_number, v_author, v_role,
+      case when v_comment is null then format('with the label %s', v_label) else 'with /agents' end) ||
+    E'\n\n' || private.untrusted_block(format('GitHub issue #%s', v_number),
+      v_issue #>> '{user,login}', private.github_role(d.repository, v_issue -> 'user'),
+      left(format(E'%s\n\n%s', v_issue ->> 'title',
+        coalesce(nullif(btrim(v_issue ->> 'body'), ''), '(no description)')), 12000)) ||
     case when v_comment is not null
-      then format(E'\n\n%s asked: %s', v_author, v_comment ->> 'body') else '' end ||
-    coalesce(E'\n\n' || (v_issue ->> 'html_url'), ''),
-    20000);
+      then E'\n\n' || private.untrusted_block(format('comment on GitHub issue #%s', v_number),
+        v_author, v_role, left(v_comment ->> 'body', 4000))
+      else '' end ||
+    coalesce(E'\n\n' || (v_issue ->> 'html_url'), '');
   for v_project in
     select p.id from public.projects p
-    where lower(regexp_replace(p.repository_url, '(\.git)?/*$', ''))
-        = lower(rtrim(p_web_url, '/') || '/' || d.repository)
+    where p.id in (select private.verified_projects_of(p_web_url, d.repository))
       and (d.event = 'issue_comment' or lower(p.agents_label) = lower(v_label))
   loop
     v_any := true;
@@ -313,11 +317,7 @@ begin
         v_project.id, lower(d.repository), 'issue_taken', v_number)
       on conflict (key) do nothing;
   end loop;
-  if v_any then
-    return 'applied';
-  end if;
-  return case when private.project_names_github_repository(p_web_url, d.repository)
-    then 'ignored' end;
+  return case when v_any then 'applied' else 'ignored' end;
 end;
 $$;
 
@@ -339,7 +339,8 @@ declare
   v_number integer;
   v_kind text;
   v_user jsonb;
-  v_association text;
+  v_role text;
+  v_source text;
   v_body text;
   v_path text;
   v_line integer;
@@ -355,7 +356,6 @@ begin
   if d.event = 'pull_request_review' and d.action = 'submitted' then
     v_number := (d.payload #>> '{pull_request,number}')::integer;
     v_user := d.payload #> '{review,user}';
-    v_association := d.payload #>> '{review,author_association}';
     v_body := btrim(coalesce(d.payload #>> '{review,body}', ''));
     if v_body = '' then
       if lower(d.payload #>> '{review,state}') <> 'changes_requested' then
@@ -367,7 +367,6 @@ begin
   elsif d.event = 'pull_request_review_comment' and d.action = 'created' then
     v_number := (d.payload #>> '{pull_request,number}')::integer;
     v_user := d.payload #> '{comment,user}';
-    v_association := d.payload #>> '{comment,author_association}';
     v_body := d.payload #>> '{comment,body}';
     v_path := d.payload #>> '{comment,path}';
     v_line := coalesce(d.payload #>> '{comment,line}', d.payload #>> '{comment,original_line}')::integer;
@@ -378,7 +377,6 @@ begin
     end if;
     v_number := (d.payload #>> '{issue,number}')::integer;
     v_user := d.payload #> '{comment,user}';
-    v_association := d.payload #>> '{comment,author_association}';
     v_body := d.payload #>> '{comment,body}';
     v_comment_id := (d.payload #>> '{comment,id}')::bigint;
     v_kind := 'comment';
@@ -436,13 +434,27 @@ begin
   if not found then
     return null;
   end if;
+  -- Only a project whose repository is still the verified one hears of it, and only from a
+  -- person GitHub says may write (never a bot: the App's own comments among them).
   if v_pull.state <> 'open'
-    or not private.github_writer(v_user, d.payload -> 'sender', v_association)
+    or not exists (select 1 from private.verified_projects_of(p_web_url, d.repository) v
+                   where v = v_pull.project_id)
     or btrim(coalesce(v_body, '')) = ''
+    or private.github_bot(v_user) or private.github_bot(d.payload -> 'sender')
   then
     return 'ignored';
   end if;
-  perform private.queue_pull_request_feedback(v_pull, v_kind, v_user ->> 'login', v_body, v_path,
+  v_role := private.github_role(d.repository, v_user);
+  if not private.github_role_writes(v_role) then
+    return 'ignored';
+  end if;
+  v_source := case v_kind
+    when 'review' then format('review of pull request #%s', v_number)
+    when 'review_comment' then format('review comment on pull request #%s%s', v_number,
+      coalesce(format(' (%s%s)', v_path, ':' || v_line), ''))
+    else format('comment on pull request #%s', v_number) end;
+  perform private.queue_pull_request_feedback(v_pull, v_kind, v_user ->> 'login',
+    private.untrusted_block(v_source, v_user ->> 'login', v_role, left(v_body, 12000)), v_path,
     v_line);
   -- `eyes` on what was taken: the comment itself, else the pull request (GitHub's surface the
   -- platform uses has no reactions on reviews or review comments).

@@ -22,6 +22,7 @@ import { createVmApi } from "../../supabase/functions/vm-api/handler.ts";
 import { createVmReconciler } from "../../supabase/functions/vm-reconciler/handler.ts";
 import { createWebhooksApi } from "../../supabase/functions/webhooks/handler.ts";
 import { createApprovalLinks } from "../../supabase/functions/approval-links/handler.ts";
+import { createGitHubOAuth } from "../../supabase/functions/github-oauth/handler.ts";
 import { createGitHubWebhooks } from "../../supabase/functions/github-webhooks/handler.ts";
 import { createVmReporter } from "../../supabase/functions/vm-reporter/handler.ts";
 import { createGateway } from "../../local/gateway/gateway.ts";
@@ -85,6 +86,7 @@ export async function inProcess(
       webhooks: createWebhooksApi(services),
       "approval-links": createApprovalLinks(services),
       "github-webhooks": createGitHubWebhooks(services),
+      "github-oauth": createGitHubOAuth(services),
     },
   });
   const ready = services;

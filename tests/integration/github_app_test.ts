@@ -52,7 +52,7 @@ Deno.test("the App looks up its installation and mints a narrowed token, cached 
     // Without the webhook's record: the lookup finds it (GET /repos/{owner}/{repo}/installation).
     await stack.db.sql`delete from private.github_installations`;
     const before = gh.requests.length;
-    const token = await installationToken(deps(stack), repository);
+    const token = await installationToken(deps(stack), repository, "vm");
     assert.ok(token);
     assert.match(token.token, /^ghs_/);
     assert.equal(token.installationId, installationId);
@@ -64,7 +64,7 @@ Deno.test("the App looks up its installation and mints a narrowed token, cached 
     );
 
     // Cached: no request to GitHub, the same token; sealed in the database, never in clear.
-    const again = await installationToken(deps(stack), repository);
+    const again = await installationToken(deps(stack), repository, "vm");
     assert.equal(again?.token, token.token);
     assert.equal(gh.requests.length, before + 2);
     const [row] = await stack.db.sql<{ sealed: string; repository: string }[]>`
@@ -80,18 +80,13 @@ Deno.test("the App looks up its installation and mints a narrowed token, cached 
       repo: REPO,
     });
     assert.equal(got.status, 200);
-    assert.deepEqual(Object.keys(TOKEN_PERMISSIONS).sort(), [
-      "checks",
-      "contents",
-      "issues",
-      "metadata",
-      "pull_requests",
-    ]);
+    // The VM's token writes code only (contract §18).
+    assert.deepEqual(TOKEN_PERMISSIONS.vm, { contents: "write", metadata: "read" });
 
     // Not installed: null, and the record says so.
     await gh.createRepository(DEMO_OWNER, "elsewhere");
     assert.equal(
-      await installationToken(deps(stack), { owner: DEMO_OWNER, repo: "elsewhere" }),
+      await installationToken(deps(stack), { owner: DEMO_OWNER, repo: "elsewhere" }, "vm"),
       null,
     );
   }));
@@ -210,7 +205,11 @@ Deno.test("pacing: one content-creating request at a time; a throttled one waits
     assert.ok(second.wait_seconds > 0, "the first is still out");
     await sql`select private.github_write_done(${installationId}, ${first.lease}::uuid)`;
 
-    const token = await installationToken(deps(stack), { owner: DEMO_OWNER, repo: REPO });
+    const token = await installationToken(
+      deps(stack),
+      { owner: DEMO_OWNER, repo: REPO },
+      "platform",
+    );
     assert.ok(token);
     const issue = await gh.createIssue(DEMO_OWNER, REPO, { user: DEMO_PERSON, title: "Paced" });
     const octokit = paceWrites(

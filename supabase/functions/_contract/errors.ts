@@ -64,6 +64,19 @@ export const ERROR_CODES = {
     when: "The database refused a report's values (the sentence names the rule).",
     action: "Fix the report; retrying it unchanged fails again.",
   },
+  github_state_invalid: {
+    status: 400,
+    when: "github-oauth: the `state` GitHub sent back is forged, expired (10 minutes), was used " +
+      "before, or belongs to another user; nothing was connected.",
+    action: "Start again from the dashboard's Connect GitHub (vm-api `github_authorize`).",
+  },
+  github_code_invalid: {
+    status: 400,
+    when: "github-oauth: GitHub refused to exchange the `code` (expired, used, or not issued to " +
+      "this App); nothing was connected.",
+    action: "Start again from the dashboard's Connect GitHub (vm-api `github_authorize`).",
+  },
+
   invalid_token: {
     status: 401,
     when: "The user's JWT is missing, malformed, wrongly signed or not meant for this service.",
@@ -122,6 +135,13 @@ export const ERROR_CODES = {
     when: "The approval does not exist or belongs to a project the user is not a member of.",
     action: "Check the approval's id; only the project's members decide its approvals.",
   },
+  github_repository_forbidden: {
+    status: 403,
+    when: "vm-api `create`/`update`: GitHub says the caller's connected GitHub account may not " +
+      "push to the repository named (the sentence names the repository and the login).",
+    action: "Ask the repository's owner for write access, or name a repository you may push to.",
+  },
+
   unknown_route: {
     status: 404,
     when: "No route answers this path.",
@@ -205,6 +225,14 @@ export const ERROR_CODES = {
     action: "Push instead (the manifest's `delivery.mode`), or install the App and set " +
       "`delivery` to `pull_request`.",
   },
+  github_account_required: {
+    status: 409,
+    when: "vm-api `create`/`update` names a GitHub repository, and the caller has no GitHub " +
+      "account connected, or GitHub no longer takes its token (revoked).",
+    action: "Connect GitHub (vm-api `github_authorize`, the dashboard's Connect GitHub), then " +
+      "send the request again.",
+  },
+
   approval_link_gone: {
     status: 410,
     when: "The approval link's approval is already decided or has expired (the sentence says " +
@@ -216,6 +244,14 @@ export const ERROR_CODES = {
     when: "The body is larger than `MAX_BODY_BYTES` (it is not read past the limit).",
     action: "Send less: reporter batches hold 1 to 100 records.",
   },
+  pull_request_branch_refused: {
+    status: 422,
+    when: "VM Reporter `/pull-requests`: the branch is not `<branch_prefix><agent>/…` of a task " +
+      "the platform knows for this project and agent, or GitHub has a pull request on it that " +
+      "the platform did not open.",
+    action: "Do not retry: report only the branches the runner made for its own tasks.",
+  },
+
   rate_limited: {
     status: 429,
     when: "The caller's rate limit is spent (per user for vm-api and webhooks, per project for " +

@@ -188,6 +188,16 @@ const projectGitHub = z.object({
   install_url: z.string().describe(
     "Where a person installs the App: `${GITHUB_WEB_URL}/apps/<slug>/installations/new`",
   ),
+  verified: z.boolean().describe(
+    "A person proved, with their GitHub account, that they may push to the repository the " +
+      "project names now (contract §18): only then does the project get a token, issues and " +
+      "pull requests",
+  ),
+  verified_by: z.string().nullable().describe("The GitHub login that proved it"),
+  verified_at: z.string().nullable().describe("When, ISO 8601 UTC"),
+  unverified_reason: z.string().nullable().describe(
+    "Why the project is not verified, and what to do (null when it is)",
+  ),
 }).nullable().describe(
   "null unless the repository is `${GITHUB_WEB_URL}/<owner>/<repo>` and the service has a " +
     "GitHub App",
@@ -261,6 +271,21 @@ export const deleteSecret = action({
   response: secretAnswer,
 });
 
+export const githubAuthorize = action({
+  summary: "Where to send the signed-in person to connect their GitHub account (contract §18): " +
+    "GitHub's authorize page for the App, with a state made for this user (10 minutes, once).",
+  request: z.object({ action: z.literal("github_authorize") }),
+  response: z.object({
+    url: z.string().describe("GitHub's authorize page; open it in the browser"),
+  }),
+});
+
+export const githubDisconnect = action({
+  summary: "Forgets the signed-in person's GitHub account and its tokens (contract §18).",
+  request: z.object({ action: z.literal("github_disconnect") }),
+  response: z.object({ disconnected: z.boolean().describe("false: none was connected") }),
+});
+
 /** Action name → its contract (the OpenAPI document lists them in this order). */
 export const VM_API_ACTIONS = {
   create,
@@ -271,6 +296,8 @@ export const VM_API_ACTIONS = {
   update,
   set_secret: setSecret,
   delete_secret: deleteSecret,
+  github_authorize: githubAuthorize,
+  github_disconnect: githubDisconnect,
 } as const;
 export type VmApiActionName = keyof typeof VM_API_ACTIONS;
 

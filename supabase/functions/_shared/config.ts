@@ -358,6 +358,24 @@ export const ENV = {
       doc: "The App's webhook secret: github-webhooks accepts only deliveries whose " +
         "`X-Hub-Signature-256` it signed.",
     },
+    GITHUB_CLIENT_ID: {
+      schema: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, "must be the App's client ID").optional(),
+      whenUnset: "unset: people cannot connect GitHub, so no GitHub repository can be verified",
+      doc: "The GitHub App's OAuth client ID (its settings page): people connect their GitHub " +
+        "account with it (contract §18), the only evidence that they may use a repository.",
+    },
+    GITHUB_CLIENT_SECRET: {
+      schema: z.string().min(1).optional(),
+      whenUnset: "unset: people cannot connect GitHub",
+      doc: "The GitHub App's OAuth client secret, with which the platform exchanges a person's " +
+        "code for their user token; a secret that never leaves the functions.",
+    },
+    GITHUB_OAUTH_CALLBACK_URL: {
+      schema: z.url().optional(),
+      whenUnset: "hosted: `${SUPABASE_URL}/functions/v1/github-oauth`; local: the stack's own",
+      doc: "Where GitHub sends a person back after Connect GitHub: the github-oauth function, as " +
+        "registered as the App's callback URL.",
+    },
     GITHUB_API_URL: {
       schema: z.url().default("https://api.github.com"),
       doc: "GitHub's REST API; GitHub Enterprise Server: `https://<host>/api/v3`.",
@@ -587,6 +605,22 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     );
   }
 
+  if ((e.GITHUB_CLIENT_ID === undefined) !== (e.GITHUB_CLIENT_SECRET === undefined)) {
+    throw new ConfigError("GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET: set both, or neither");
+  }
+  const githubOAuth = e.GITHUB_CLIENT_ID !== undefined && e.GITHUB_CLIENT_SECRET !== undefined
+    ? {
+      clientId: e.GITHUB_CLIENT_ID,
+      clientSecret: e.GITHUB_CLIENT_SECRET,
+      // Absent locally: the stack's own address, known once it listens (SITE_URL's origin).
+      ...ifSet(
+        "callbackUrl",
+        e.GITHUB_OAUTH_CALLBACK_URL ??
+          (local ? undefined : `${e.SUPABASE_URL!.replace(/\/+$/, "")}/functions/v1/github-oauth`),
+      ),
+    }
+    : undefined;
+
   const webhookSecretKey = e.WEBHOOK_SECRET_KEY
     ? decodeBase64(e.WEBHOOK_SECRET_KEY)
     : local
@@ -682,6 +716,8 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
       // The App (all three settings), or absent: GitHub projects are then plain https ones.
       ...ifSet("app", githubApp),
       ...ifSet("webhookSecret", e.GITHUB_WEBHOOK_SECRET),
+      // The App's OAuth client (both settings), or absent: no one can connect GitHub.
+      ...ifSet("oauth", githubOAuth),
     },
     webhooks: {
       // Absent only when hosted without WEBHOOK_SECRET_KEY: then nothing is delivered.

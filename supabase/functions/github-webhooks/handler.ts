@@ -5,7 +5,9 @@
  * is read or recorded.
  *
  * - no or a wrong signature: 401, nothing recorded;
- * - an `X-GitHub-Delivery` recorded before (GitHub's redelivery, or a retry): 200, ignored;
+ * - an `X-GitHub-Delivery` recorded before (GitHub's redelivery, or a retry), or a body recorded
+ *   before under another delivery id (its SHA-256: a replayed delivery, contract §18): 200,
+ *   ignored;
  * - a payload of the wrong shape for its event: recorded (`invalid`) and answered 400;
  * - anything else: recorded and answered 202 at once, then acted on after the answer
  *   (../_shared/github/deliveries.ts); what is not acted on then, the reconciler acts on.
@@ -24,6 +26,7 @@ import { answerFor, databaseAnswered } from "../_shared/failures.ts";
 import { processGitHubDeliveries } from "../_shared/github/deliveries.ts";
 import { readPayload } from "../_shared/github/webhook_payloads.ts";
 import { failure, json } from "../_shared/http.ts";
+import { hashSecretHex } from "../_shared/reporter_token.ts";
 import { unavailable } from "../_shared/sql_errors.ts";
 
 /** GitHub caps a delivery's payload at 25 MB: anything larger is not GitHub's. */
@@ -97,7 +100,8 @@ export function createGitHubWebhooks(
       const [{ recorded }] = await sql<[{ recorded: boolean }]>`
         select private.record_github_delivery(
           ${delivery}, ${event}, ${facts.action}, ${facts.repository}, ${facts.installationId},
-          ${payload === null ? null : sql.json(payload as never)}, ${problem ?? null}
+          ${payload === null ? null : sql.json(payload as never)}, ${problem ?? null},
+          ${hashSecretHex(body)}
         ) as recorded`;
       databaseAnswered(services.log);
       const data = { delivery, event, action: facts.action };

@@ -8,6 +8,8 @@ import type { ActionContext } from "./action.ts";
 import { create } from "./actions/create.ts";
 import { deleteProject } from "./actions/delete.ts";
 import { deleteSecret } from "./actions/delete_secret.ts";
+import { githubAuthorize } from "./actions/github_authorize.ts";
+import { githubDisconnect } from "./actions/github_disconnect.ts";
 import { setSecret } from "./actions/set_secret.ts";
 import { start } from "./actions/start.ts";
 import { status } from "./actions/status.ts";
@@ -23,4 +25,6 @@ export const actions: Record<VmApiActionName, UserAction<ActionContext>> = {
   update,
   set_secret: setSecret,
   delete_secret: deleteSecret,
+  github_authorize: githubAuthorize,
+  github_disconnect: githubDisconnect,
 };

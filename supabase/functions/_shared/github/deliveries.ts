@@ -1,6 +1,6 @@
 /**
  * Acting on recorded webhook deliveries (private.process_github_deliveries, 23_github.sql), at
- * least once: github-webhooks acts on its own right after its answer, and every reconciler run
+ * least once, after GitHub was asked what the people they name may do (permissions.ts): github-webhooks acts on its own right after its answer, and every reconciler run
  * on whatever is still unprocessed (the handler's isolate ended first, or the act failed). Then
  * the branches of pull requests that ended (merged or closed) are deleted on GitHub
  * (pull_requests.ts), and what acting left for GitHub is done (follow_ups.ts: reactions,
@@ -11,6 +11,7 @@ import type { Config } from "../config.ts";
 import type { Sql } from "../db.ts";
 import type { Logger } from "../log.ts";
 import { performGitHubActions } from "./follow_ups.ts";
+import { learnPermissions } from "./permissions.ts";
 import { deleteEndedBranches } from "./pull_requests.ts";
 
 /** Deliveries a reconciler run acts on at most. */
@@ -32,6 +33,8 @@ export async function processGitHubDeliveries(
   },
   only?: string,
 ): Promise<DeliveriesReport> {
+  // Whose words are work is GitHub's answer, asked before acting (contract §18).
+  await learnPermissions(deps, only === undefined ? DELIVERIES_PER_RUN : 1, only);
   const [{ report }] = await deps.sql<[{ report: DeliveriesReport }]>`
     select private.process_github_deliveries(
       ${deps.config.github.webUrl}, ${only === undefined ? DELIVERIES_PER_RUN : 1},

@@ -97,7 +97,7 @@ async function performPass(
       let octokit = clients.get(action.repository);
       if (octokit === undefined) {
         const [owner, repo] = action.repository.split("/") as [string, string];
-        const token = await installationToken(deps, { owner, repo });
+        const token = await installationToken(deps, { owner, repo }, "platform");
         octokit = token
           ? paceWrites(tokenOctokit(config.github, token.token, log), sql, token.installationId)
           : null;

@@ -32,6 +32,10 @@ export interface PullRequestDeps {
 /** What the route's statement read of the project. */
 export interface ProjectFacts {
   project_id: string;
+  /** A person proved push access to the repository the project names (contract §18). */
+  verified: boolean;
+  /** The branch is one the runner made for a task the platform knows (contract §18). */
+  branch_known: boolean;
   organization_id: string;
   repository_url: string | null;
   repository_branch: string;
@@ -66,6 +70,7 @@ interface GitHubPull {
   draft?: boolean;
   merged_at?: string | null;
   head?: { sha?: string };
+  user?: { login: string; type: string } | null;
 }
 
 /** A claim held this long at most (a process that dies frees the branch then). */
@@ -96,9 +101,16 @@ export async function deliverPullRequest(
   if (project.delivery !== "pull_request") {
     throw unavailable("This project's delivery is push: push the branch instead");
   }
+  if (!project.verified) {
+    throw unavailable(
+      `No one has proved push access to ${repository.owner}/${repository.repo} for this project: ` +
+        "an owner or admin saves the repository again with their GitHub account connected",
+    );
+  }
+  if (!project.branch_known) throw branchRefused(report.branch);
   let token;
   try {
-    token = await installationToken(deps, repository);
+    token = await installationToken(deps, repository, "platform");
   } catch (error) {
     log.warn("no GitHub token for a pull request", describeError(error));
     throw deferred(OUTAGE_RETRY_SECONDS, "GitHub did not give the App a token");
@@ -142,7 +154,7 @@ export async function deliverPullRequest(
     }),
   });
   try {
-    const pull = await openOrUpdate(octokit, repository, row, {
+    const pull = await openOrUpdate(octokit, repository, row, config.github.app!.slug, {
       title: report.title,
       head: report.branch,
       body,
@@ -179,6 +191,7 @@ async function openOrUpdate(
   octokit: Octokit,
   repository: GitHubRepository,
   row: Claimed,
+  appSlug: string,
   pull: { title: string; head: string; body: string },
 ): Promise<GitHubPull> {
   const { owner, repo } = repository;
@@ -203,17 +216,31 @@ async function openOrUpdate(
   } catch (error) {
     if (statusOf(error) !== 422 || !/already exists/i.test(detailOf(error))) throw error;
   }
-  // The branch has one already (a retry after an answer that was lost): that one, updated.
+  // The branch has one already: a retry after an answer that was lost, when the App opened it;
+  // a person's own pull request on the same head is never adopted (contract §18).
   const { data } = await octokit.request("GET /repos/{owner}/{repo}/pulls", {
     owner,
     repo,
     head: `${owner}:${pull.head}`,
     state: "all",
   });
-  const found = (data as GitHubPull[]).find((p) => p.state === "open") ??
-    (data as GitHubPull[])[0];
-  if (!found) throw new Error(`GitHub says ${pull.head} has a pull request but lists none`);
-  return await update(found.number);
+  const found = (data as GitHubPull[]).filter((p) => openedByApp(p, appSlug));
+  const ours = found.find((p) => p.state === "open") ?? found[0];
+  if (!ours) throw branchRefused(pull.head);
+  return await update(ours.number);
+}
+
+/** GitHub's word that the App opened `pull`: its author is the App's bot, `<slug>[bot]`. */
+function openedByApp(pull: GitHubPull, appSlug: string): boolean {
+  return pull.user?.type === "Bot" && pull.user.login === `${appSlug}[bot]`;
+}
+
+function branchRefused(branch: string): ApiError {
+  return new ApiError(
+    "pull_request_branch_refused",
+    `${branch} is not a branch this platform made for one of its tasks, or it carries a pull ` +
+      "request the platform did not open: it is not touched",
+  );
 }
 
 /**
@@ -318,7 +345,7 @@ export async function deleteEndedBranches(
   for (const { id, repository, branch } of due) {
     const [owner, repo] = repository.split("/") as [string, string];
     try {
-      const token = await installationToken(deps, { owner, repo });
+      const token = await installationToken(deps, { owner, repo }, "platform");
       if (!token) {
         await sql`select private.branch_deleted(${id}, false)`;
         continue;

@@ -13,14 +13,23 @@ import { githubApp, statusOf } from "./app.ts";
 import { lookUpInstallation, recordedInstallation } from "./installations.ts";
 import { type GitHubRepository, repositoryKey } from "./repository.ts";
 
-/** What a token may do: what a VM's git and the platform's pull requests need, no more. */
+/**
+ * What a token may do, by who holds it (contract §18): the VM's writes code only; the
+ * platform's opens and comments on pull requests and issues, reads checks and collaborators'
+ * permissions, and deletes the branches of its ended pull requests. Neither leaves its holder.
+ */
 export const TOKEN_PERMISSIONS = {
-  contents: "write",
-  pull_requests: "write",
-  issues: "write",
-  checks: "read",
-  metadata: "read",
+  vm: { contents: "write", metadata: "read" },
+  platform: {
+    contents: "write",
+    pull_requests: "write",
+    issues: "write",
+    checks: "read",
+    metadata: "read",
+  },
 } as const;
+
+export type TokenPurpose = keyof typeof TOKEN_PERMISSIONS;
 
 /** A cached token is handed out only while it has at least this long left. */
 export const TOKEN_REUSE_MARGIN_SECONDS = 600;
@@ -39,12 +48,13 @@ export interface GitHubDeps {
 }
 
 /**
- * A token for `repository`, cached or minted; null when the App is not installed on it (or there
- * is no App). GitHub's failures other than "not installed" are thrown.
+ * A `purpose` token for `repository`, cached or minted; null when the App is not installed on it
+ * (or there is no App). GitHub's failures other than "not installed" are thrown.
  */
 export async function installationToken(
   deps: GitHubDeps,
   repository: GitHubRepository,
+  purpose: TokenPurpose,
 ): Promise<InstallationToken | null> {
   const { config, sql, log } = deps;
   const app = githubApp(config.github, log);
@@ -56,7 +66,7 @@ export async function installationToken(
       { installation_id: string; token_sealed: string; expires_at: Date }[]
     >`
       select installation_id, token_sealed, expires_at
-      from private.cached_github_token(${key}, ${TOKEN_REUSE_MARGIN_SECONDS})`;
+      from private.cached_github_token(${key}, ${TOKEN_REUSE_MARGIN_SECONDS}, ${purpose})`;
     if (cached) {
       try {
         return {
@@ -85,16 +95,19 @@ export async function installationToken(
         type: "installation",
         installationId,
         repositoryNames: [repository.repo],
-        permissions: TOKEN_PERMISSIONS,
+        permissions: TOKEN_PERMISSIONS[purpose],
         refresh: true,
       }) as { token: string; expiresAt: string };
       const expiresAt = new Date(minted.expiresAt).toISOString();
       if (sealingKey) {
         const sealed = toHex(await encryptSecret(sealingKey, minted.token));
-        await sql`select private.store_github_token(${key}, ${installationId}, ${sealed}, ${expiresAt})`;
+        await sql`select private.store_github_token(
+          ${key}, ${installationId}, ${sealed}, ${expiresAt}, ${purpose}
+        )`;
       }
       log.info("GitHub installation token minted", {
         repository: key,
+        purpose,
         installation_id: installationId,
         expires_at: expiresAt,
       });

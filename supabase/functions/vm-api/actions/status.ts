@@ -19,7 +19,7 @@ export const status = defineAction(contract, async (ctx, input) => {
     project: {
       ...projectAnswer(project),
       delivery: deliveryMode(config.github, project),
-      github: await projectGitHub(config.github, sql, project.repository_url),
+      github: await projectGitHub(config.github, sql, project),
     },
     recent_activity: row.recent_activity.map((a) => ({ ...a, created_at: utc(a.created_at) })),
     ...(project.stuck ? { message: stuckMessage(project.status, stuckAfter) } : {}),

@@ -4,7 +4,7 @@ import { deliveryMode, pullRequestsPossible } from "../../_shared/github/deliver
 import { nextInstants, scheduleProblems } from "../../_shared/schedule.ts";
 import { type ActionContext, defineAction } from "../action.ts";
 import { type Project, projectAnswer, type StatusAnswer } from "../project.ts";
-import { assertRepositoryUrl } from "../repository.ts";
+import { assertRepositoryUrl, proveRepository, recordProof } from "../repository.ts";
 
 export const update = defineAction(
   contract,
@@ -13,6 +13,13 @@ export const update = defineAction(
     if (changes.delivery === "pull_request") {
       await assertPullRequestsPossible(ctx, project_id, changes.repository_url);
     }
+    // A GitHub repository only if the caller may push to it (contract §18); saving the same one
+    // again proves it anew.
+    const proof = await proveRepository(ctx, changes.repository_url, async () => {
+      await ctx.asUser((sql) =>
+        sql`private.vm_status(${project_id}, ${ctx.services.config.stuckAfterSeconds})`
+      );
+    });
     // The schedule's zone and cron expressions (croner), and the instants it fires at next, which
     // the reconciler moves on after each firing.
     const planned = changes.schedule ? planSchedule(changes.schedule) : {};
@@ -22,6 +29,9 @@ export const update = defineAction(
         ${project_id}, ${sql.json({ ...changes, ...planned } as never)}, ${stuckAfter}
       )`
     );
+    if (changes.repository_url) {
+      await recordProof(ctx, project_id, changes.repository_url, proof);
+    }
     const project = projectAnswer(row.project);
     return { project: { ...project, delivery: deliveryMode(ctx.services.config.github, project) } };
   },

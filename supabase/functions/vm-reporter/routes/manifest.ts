@@ -6,11 +6,12 @@
  * secrets sealed; they are opened here, with the functions' key, for this answer only: not for
  * the request log, a log line or anything else.
  *
- * A GitHub project whose repository has the service's GitHub App installed gets git's
- * credentials too (contract §16): an installation token for that one repository, cached sealed
- * or minted now (_shared/github/tokens.ts), handled as the secrets are. Without it (no App, not
- * installed, GitHub unreachable) the repository comes without credentials and the VM uses what
- * it has (GIT_TOKEN).
+ * A GitHub project whose repository has the service's GitHub App installed, and whose push
+ * access a person proved (contract §18: verified), gets git's credentials too (§16): an
+ * installation token for that one repository narrowed to `contents: write` and `metadata: read`
+ * (the VM writes code only), cached sealed or minted now (_shared/github/tokens.ts), handled as
+ * the secrets are. Without it (no App, not installed, not verified, GitHub unreachable) the
+ * repository comes without credentials and the VM uses what it has (GIT_TOKEN).
  */
 import { ApiError } from "../../_contract/errors.ts";
 import { type Manifest, manifest as contract } from "../../_contract/reporter.ts";
@@ -28,15 +29,20 @@ import { defineRoute, type Finish } from "../route.ts";
  */
 interface SealedManifest extends Omit<Manifest, "secrets" | "delivery"> {
   sealed: Record<string, string>;
+  /** Someone proved push access to the repository the project names now (contract §18). */
+  github_verified: boolean;
   delivery: Omit<NonNullable<Manifest["delivery"]>, "mode"> & { setting: string };
 }
 
 const open: Finish = async (data, { services, log }): Promise<Manifest> => {
   if (data === null) throw new ApiError("project_not_found", "This project no longer exists");
-  const { sealed, delivery: { setting, ...delivery }, ...opened } = data as SealedManifest;
+  const { sealed, github_verified, delivery: { setting, ...delivery }, ...opened } =
+    data as SealedManifest;
   const manifest = {
     ...opened,
-    repository: await withCredentials(opened.repository, services, log),
+    repository: github_verified
+      ? await withCredentials(opened.repository, services, log)
+      : opened.repository,
     delivery: {
       mode: deliveryMode(services.config.github, {
         repository_url: opened.repository?.url ?? null,
@@ -68,7 +74,7 @@ const open: Finish = async (data, { services, log }): Promise<Manifest> => {
 
 type Repository = Manifest["repository"];
 
-/** The repository with git's credentials when it is a GitHub one with the App installed. */
+/** The verified repository with git's credentials when it is a GitHub one with the App installed. */
 async function withCredentials(
   repository: Repository,
   services: BaseServices,
@@ -78,7 +84,7 @@ async function withCredentials(
   const github = githubRepositoryOf(repository.url, services.config.github.webUrl);
   if (!github) return repository;
   try {
-    const token = await installationToken({ ...services, log }, github);
+    const token = await installationToken({ ...services, log }, github, "vm");
     if (!token) return repository;
     return {
       ...repository,
@@ -111,7 +117,8 @@ export const manifest = defineRoute(contract, {
         else jsonb_build_object('monthly_usd', p.monthly_budget_usd, 'spent_usd', c.total_usd,
           'month', to_char(c.month, 'YYYY-MM')) end,
       'delivery', jsonb_build_object('setting', p.delivery, 'branch_prefix', p.branch_prefix,
-        'draft', p.draft_pull_requests))
+        'draft', p.draft_pull_requests),
+      'github_verified', exists (select 1 from private.project_github_verification(p.id)))
     from public.projects p
     join public.month_to_date_costs c on c.project_id = p.id
     where p.id = a.project_id)`,
