@@ -114,6 +114,10 @@ const INSTALLED: GitHubConnection = {
   repo: "app",
   installed: true,
   install_url: "https://github.com/apps/agents/installations/new",
+  verified: true,
+  verified_by: "acme-owner",
+  verified_at: "2026-11-28T10:00:00.000Z",
+  unverified_reason: null,
 };
 const NOT_INSTALLED: GitHubConnection = { ...INSTALLED, installed: false };
 const SETTINGS = {
