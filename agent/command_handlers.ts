@@ -111,15 +111,26 @@ export async function handleCommand(
   }
 }
 
-/** What the agent is asked to do about a pull request's feedback, in its words. */
-function feedbackPrompt(payload: Record<string, unknown>): string {
-  const where = payload.path ? ` on ${payload.path}${payload.line ? `:${payload.line}` : ""}` : "";
+/**
+ * What the agent is asked to do about a pull request's feedback, in its words: the instruction
+ * line, then the body as the platform sent it — already fenced as untrusted text when a person
+ * wrote it on GitHub (contract §18), so it is passed whole, never cut or rewrapped. The fields
+ * named on the instruction line are GitHub's too: each is kept to one line, so none can add a line
+ * outside the fence.
+ */
+export function feedbackPrompt(payload: Record<string, unknown>): string {
+  const field = (value: unknown) => oneLine(String(value ?? ""));
+  const number = field(payload.number);
+  const author = field(payload.author);
+  const where = payload.path
+    ? ` on ${field(payload.path)}${payload.line ? `:${field(payload.line)}` : ""}`
+    : "";
   const what: Record<string, string> = {
-    review: `${payload.author} reviewed pull request #${payload.number}`,
-    review_comment: `${payload.author} commented${where} on pull request #${payload.number}`,
-    comment: `${payload.author} commented on pull request #${payload.number}`,
-    checks: `Checks failed on pull request #${payload.number}`,
-    conflict: `Pull request #${payload.number} no longer merges with its base`,
+    review: `${author} reviewed pull request #${number}`,
+    review_comment: `${author} commented${where} on pull request #${number}`,
+    comment: `${author} commented on pull request #${number}`,
+    checks: `Checks failed on pull request #${number}`,
+    conflict: `Pull request #${number} no longer merges with its base`,
   };
   const ask = payload.kind === "conflict"
     ? "The base was merged into your branch: resolve every conflict marker and keep both sides' intent."
@@ -127,8 +138,14 @@ function feedbackPrompt(payload: Record<string, unknown>): string {
     ? "Fix what failed."
     : "Answer it: change what it asks for.";
   return [
-    `${what[String(payload.kind)] ?? `Feedback on pull request #${payload.number}`}:`,
+    `${what[String(payload.kind)] ?? `Feedback on pull request #${number}`}:`,
     String(payload.body ?? payload.checks ?? "").trim(),
     ask,
   ].filter(Boolean).join("\n\n");
+}
+
+/** A value on one line: line breaks and other control characters become spaces. */
+function oneLine(value: string): string {
+  // deno-lint-ignore no-control-regex
+  return value.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").trim();
 }

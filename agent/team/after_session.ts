@@ -131,6 +131,8 @@ export async function afterSession(
     ...(status === "completed" ? {} : { outcome: reports.redact(outcome?.text ?? "") }),
   });
   if (task.kind === "work") await reports.taskMetrics(agent.name, { [status]: 1 });
-  if (agent.lead && outcome?.end === "completed") await handOn(team, agent.name, outcome.text);
+  if (agent.lead && outcome?.end === "completed") {
+    await handOn(team, agent.name, outcome.text, task);
+  }
   return undefined;
 }

@@ -3,7 +3,9 @@
  * hands on with lines `@name <task>`.
  */
 import { addressee, handoffs } from "./prompts.ts";
+import type { Task } from "./task_board.ts";
 import type { Team } from "./team_context.ts";
+import { copiedFromUntrusted } from "./untrusted.ts";
 
 /**
  * Chat messages become tasks: for the agent a leading `@name` names, else the lead. A message
@@ -136,9 +138,29 @@ export async function messageToBoard(
   if (message.file) await Deno.remove(message.file).catch(() => {});
 }
 
-/** The lead's completed answer: each line `@name <task>` is a task for that teammate. */
-export async function handOn(team: Team, lead: string, answer: string): Promise<void> {
+/**
+ * The lead's completed answer to `task`: each line `@name <task>` is a task for that teammate,
+ * but a line copied from an untrusted block of what the lead was asked (the task, and the task it
+ * follows up) is someone else's words, never work: it is dropped and audited (contract §18).
+ */
+export async function handOn(team: Team, lead: string, answer: string, task: Task): Promise<void> {
+  const followed = task.follows ? await team.board.get(task.follows) : undefined;
+  const asked = [task.text, followed?.text ?? ""].join("\n");
+  const refused: Record<string, unknown>[] = [];
   for (const handoff of handoffs(answer, team.roster())) {
+    if (copiedFromUntrusted(handoff.text, asked)) {
+      refused.push({
+        agent: lead,
+        action: "handoff_refused",
+        severity: "warn",
+        details: {
+          task_id: task.id,
+          to: handoff.agent,
+          text: team.reports.redact(handoff.text).slice(0, 500),
+        },
+      });
+      continue;
+    }
     const id = crypto.randomUUID();
     await team.board.add({
       id,
@@ -149,4 +171,5 @@ export async function handOn(team: Team, lead: string, answer: string): Promise<
     });
     await team.reports.taskMetrics(handoff.agent, { assigned: 1 });
   }
+  if (refused.length) await team.reports.post("/audit", { events: refused });
 }

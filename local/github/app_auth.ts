@@ -81,6 +81,7 @@ export interface InstallationToken {
   /** The repositories it may touch; undefined: all the installation's, now and later. */
   repos: Set<Repo> | undefined;
   permissions: Permissions;
+  issuedAt: number;
   expiresAt: number;
 }
 
@@ -102,17 +103,23 @@ export interface Tokens {
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
+/** A token as GitHub writes them: its kind's prefix (`ghs_`, `ghu_`, `ghr_`), then base62. */
+export function randomToken(prefix: string, length: number): string {
+  const random = crypto.getRandomValues(new Uint8Array(length));
+  return `${prefix}${[...random].map((b) => BASE62[b % 62]).join("")}`;
+}
+
 export function createTokens(): Tokens {
   const byValue = new Map<string, InstallationToken>();
   const issued: InstallationToken[] = [];
   return {
     mint(installation, repos, permissions) {
-      const random = crypto.getRandomValues(new Uint8Array(36));
       const token: InstallationToken = {
-        token: `ghs_${[...random].map((b) => BASE62[b % 62]).join("")}`,
+        token: randomToken("ghs_", 36),
         installation,
         repos,
         permissions,
+        issuedAt: Date.now(),
         expiresAt: Date.now() + TOKEN_LIFETIME_MS,
       };
       byValue.set(token.token, token);

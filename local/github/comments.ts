@@ -1,6 +1,7 @@
 /**
  * Issue comments (on issues and pull requests alike, as GitHub keeps them): created and edited
- * through the REST API by the App, or written by a person on the page or the test API. Each is
+ * through the REST API by the App (an installation token) or a person (their user token), or
+ * written by a person on the page or the test API. Each is
  * an `issue_comment` webhook (`created`, or `edited` with the body it had).
  */
 import type { Context, RepoCall } from "./context.ts";
@@ -8,7 +9,13 @@ import { issue as issueShape, issueComment } from "./pull_shapes.ts";
 import { githubError, json, validationFailed } from "./responses.ts";
 import type { Account, Issue, IssueComment } from "./state.ts";
 
-function add(ctx: Context, issue: Issue, user: Account, body: string): IssueComment {
+/** A comment by a person or the App (the page, the test API, the REST API). */
+export function addComment(
+  ctx: Context,
+  issue: Issue,
+  user: Account,
+  body: string,
+): IssueComment {
   const now = Date.now();
   const comment: IssueComment = {
     id: ctx.state.nextId(),
@@ -28,11 +35,6 @@ function add(ctx: Context, issue: Issue, user: Account, body: string): IssueComm
   return comment;
 }
 
-/** A person's comment (the page, the test API). */
-export function personComment(ctx: Context, issue: Issue, login: string, body: string): number {
-  return add(ctx, issue, ctx.state.account(login), body).id;
-}
-
 export function createComment(ctx: Context, call: RepoCall): Response {
   const issue = call.repo.issues.get(Number(call.params.number));
   if (!issue) return githubError(404, "Not Found", call.docs);
@@ -43,7 +45,7 @@ export function createComment(ctx: Context, call: RepoCall): Response {
       field: "body",
     }]);
   }
-  const comment = add(ctx, issue, ctx.app.bot, call.body.body);
+  const comment = addComment(ctx, issue, call.actor, call.body.body);
   const answer = issueComment(ctx.site, ctx.state, ctx.app, comment);
   return json(201, answer, { location: answer.url });
 }
@@ -62,7 +64,7 @@ export function updateComment(ctx: Context, call: RepoCall): Response {
   comment.body = call.body.body;
   comment.updatedAt = Date.now();
   if (from !== comment.body) {
-    ctx.events.repo("issue_comment", call.repo, ctx.app.bot, {
+    ctx.events.repo("issue_comment", call.repo, call.actor, {
       action: "edited",
       changes: { body: { from } },
       issue: issueShape(ctx.site, ctx.state, ctx.app, comment.issue),

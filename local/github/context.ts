@@ -1,8 +1,10 @@
 /** What every part of the stand-in works with, built once by server.ts. */
 import type { Tokens } from "./app_auth.ts";
 import type { Events } from "./events.ts";
+import type { OAuth } from "./oauth.ts";
 import type { AppInfo, Site } from "./shapes.ts";
-import type { Repo, State } from "./state.ts";
+import type { Account, Repo, State } from "./state.ts";
+import type { UserTokens } from "./user_tokens.ts";
 
 export interface Context {
   site: Site;
@@ -13,6 +15,9 @@ export interface Context {
   ci: AppInfo;
   events: Events;
   tokens: Tokens;
+  /** People's tokens for the App (oauth.ts hands them out). */
+  userTokens: UserTokens;
+  oauth: OAuth;
   /** Runs `fn` alone among the changes to this repository's refs (pushes, merges, deletes). */
   serialize<T>(repo: Repo, fn: () => Promise<T>): Promise<T>;
 }
@@ -37,7 +42,12 @@ export interface ApiCall {
   docs: string;
 }
 
-/** A REST call on a repository the caller's installation token may touch. */
-export interface RepoCall extends ApiCall {
+/** A call made with a token: who acts (the App's bot for an installation, else the person). */
+export interface TokenCall extends ApiCall {
+  actor: Account;
+}
+
+/** A REST call on a repository the caller's token may touch. */
+export interface RepoCall extends TokenCall {
   repo: Repo;
 }

@@ -1,14 +1,16 @@
 /**
  * The GitHub stand-in as `deno task start` runs it (contract §16, "Locally"): its repositories
- * kept under `.local/github/` between runs, its App's key too (so the App stays the same App), a
- * demo owner whose repository `demo` (the sample project) has the App installed, webhooks to the
- * stack's `github-webhooks`, and the settings the functions read to reach it. On github.com the
+ * kept under `.local/github/` between runs, its App's key too (so the App stays the same App,
+ * with the same OAuth client id and secret, which derive from the key), a demo owner whose
+ * repository `demo` (the sample project) has the App installed and the demo people as
+ * collaborators, webhooks to the stack's `github-webhooks`, and the settings the functions read
+ * to reach it (GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET among them). On github.com the
  * operator registers the App (docs/github.md); nothing here is deployed.
  */
 import { SAMPLE_FILES } from "../fleet/sample_repository.ts";
+import { DEMO_OWNER } from "./people.ts";
 import { type GitHubStandIn, startGitHubStandIn } from "./server.ts";
 
-export const DEMO_OWNER = "demo-owner";
 export const DEMO_REPOSITORY = "demo";
 
 export interface LocalGitHub {
@@ -38,6 +40,8 @@ export async function startLocalGitHub(root: string, port: number): Promise<Loca
       GITHUB_APP_ID: String(standIn.app.id),
       GITHUB_APP_PRIVATE_KEY: standIn.app.privateKey,
       GITHUB_APP_SLUG: standIn.app.slug,
+      GITHUB_CLIENT_ID: standIn.app.clientId,
+      GITHUB_CLIENT_SECRET: standIn.app.clientSecret,
       GITHUB_WEBHOOK_SECRET: standIn.webhookSecret,
       GITHUB_API_URL: standIn.apiUrl,
       GITHUB_WEB_URL: standIn.webUrl,

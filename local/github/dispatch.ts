@@ -1,11 +1,16 @@
 /**
  * Which handler answers a REST request, after GitHub's own checks in GitHub's order:
- * credentials (an App JWT where GitHub wants one, else an installation token: 401 with GitHub's
- * words otherwise), the repository (404 when it is missing or private and not the token's, 403
- * `Resource not accessible by integration` for a write to a public one or a missing
- * permission), the rate limits (rate_limit.ts), then scripted faults, then the body (400
- * `Problems parsing JSON`). Every answer past the credentials carries the `x-ratelimit-*`
+ * credentials (an App JWT where GitHub wants one, else an installation token or a person's user
+ * token: 401 with GitHub's words otherwise), the repository (404 when it is missing or private
+ * and not the token's, 403 `Resource not accessible by integration` for a write to a public one
+ * or a missing permission), the rate limits (rate_limit.ts), then scripted faults, then the body
+ * (400 `Problems parsing JSON`). Every answer past the credentials carries the `x-ratelimit-*`
  * headers.
+ *
+ * A user token acts as its person, through the App: it reaches only repositories where the App
+ * is installed and the person has access (else 404, as GitHub answers an App's user token), it
+ * may do only what both the App's permissions and the person's role allow (else 403), and what
+ * it writes is the person's.
  */
 import {
   type AppKeys,
@@ -21,14 +26,20 @@ import type { Faults } from "./faults.ts";
 import { createAccessToken, getRepoInstallation } from "./installations.ts";
 import { createPull, getPull, listPulls, updatePull } from "./pulls.ts";
 import type { RateLimits } from "./rate_limit.ts";
+import { addLabels } from "./issues.ts";
+import { mergeByApi } from "./merge.ts";
 import { reactToComment, reactToIssue } from "./reactions.ts";
-import { deleteRef, getRepo } from "./repos.ts";
+import { deleteRef, getCollaboratorPermission, getRepo } from "./repos.ts";
 import { githubError } from "./responses.ts";
+import { createReview } from "./reviews.ts";
 import type { ApiOperation, OperationId } from "./route.ts";
-import type { Permission, Repo } from "./state.ts";
+import { accessOf, type Account, hasRole, type Permission, type Repo, type Role } from "./state.ts";
+import { getAuthenticatedUser } from "./users.ts";
+import type { UserToken } from "./user_tokens.ts";
 
 type AppOperation = "apps/get-repo-installation" | "apps/create-installation-access-token";
-type RepoOperation = Exclude<OperationId, AppOperation>;
+type UserOperation = "users/get-authenticated";
+type RepoOperation = Exclude<OperationId, AppOperation | UserOperation>;
 type Answer = Response | Promise<Response>;
 
 const APP_HANDLERS: Record<AppOperation, (ctx: Context, call: ApiCall) => Answer> = {
@@ -38,6 +49,10 @@ const APP_HANDLERS: Record<AppOperation, (ctx: Context, call: ApiCall) => Answer
 
 const REPO_HANDLERS: Record<RepoOperation, (ctx: Context, call: RepoCall) => Answer> = {
   "repos/get": getRepo,
+  "repos/get-collaborator-permission-level": getCollaboratorPermission,
+  "pulls/create-review": createReview,
+  "pulls/merge": mergeByApi,
+  "issues/add-labels": addLabels,
   "pulls/create": createPull,
   "pulls/list": listPulls,
   "pulls/get": getPull,
@@ -53,6 +68,10 @@ const REPO_HANDLERS: Record<RepoOperation, (ctx: Context, call: RepoCall) => Ans
 /** The permission an installation token needs, any one of them (GitHub's App permissions). */
 const NEEDS: Record<RepoOperation, [string, Permission][]> = {
   "repos/get": [["metadata", "read"]],
+  "repos/get-collaborator-permission-level": [["metadata", "read"]],
+  "pulls/create-review": [["pull_requests", "write"]],
+  "pulls/merge": [["contents", "write"]],
+  "issues/add-labels": [["issues", "write"], ["pull_requests", "write"]],
   "pulls/create": [["pull_requests", "write"]],
   "pulls/list": [["pull_requests", "read"]],
   "pulls/get": [["pull_requests", "read"]],
@@ -63,6 +82,16 @@ const NEEDS: Record<RepoOperation, [string, Permission][]> = {
   "reactions/create-for-issue-comment": [["issues", "write"], ["pull_requests", "write"]],
   "checks/list-for-ref": [["checks", "read"]],
   "git/delete-ref": [["contents", "write"]],
+};
+
+/** The role a person needs for what their user token asks (GitHub's base roles). */
+const ROLE_NEEDED: Partial<Record<RepoOperation, Role>> = {
+  "repos/get": "read",
+  "repos/get-collaborator-permission-level": "read",
+  "issues/create-comment": "read",
+  "pulls/create-review": "read",
+  "issues/add-labels": "triage",
+  "pulls/merge": "write",
 };
 
 const NOT_ACCESSIBLE = "Resource not accessible by integration";
@@ -116,25 +145,70 @@ export async function dispatchApi(
     if (refused) return unauthenticated("Bad credentials");
     return { response: githubError(403, NOT_ACCESSIBLE, op.docs), installationId: undefined };
   }
+  if (!credential && op.auth === "user") return unauthenticated("Requires authentication");
   const token = credential && ctx.tokens.find(credential.value);
-  if (!token) return unauthenticated("Bad credentials");
-  const installationId = token.installation.id;
+  const userToken = !token && credential ? ctx.userTokens.find(credential.value) : undefined;
+  if (!token && !userToken) return unauthenticated("Bad credentials");
+  if (token ? op.auth === "user" : op.auth === "installation") {
+    return { response: githubError(403, NOT_ACCESSIBLE, op.docs), installationId: undefined };
+  }
+  const installationId = token?.installation.id;
+  const [key, label] = token
+    ? [`installation:${installationId}`, `installation ID ${installationId}`]
+    : [`user:${userToken!.user.id}`, `user ID ${userToken!.user.id}`];
+  const actor: Account = token ? ctx.app.bot : userToken!.user;
+  if (op.id === "users/get-authenticated") {
+    const response = await admitted(
+      services,
+      req,
+      op,
+      key,
+      label,
+      {},
+      (body) => getAuthenticatedUser(ctx, { params, query, body, docs: op.docs, actor }),
+    );
+    return { response, installationId };
+  }
   const repo = ctx.state.repo(params.owner!, params.repo!);
-  const refusal = repo
+  const refusal = !repo
+    ? githubError(404, "Not Found", op.docs)
+    : token
     ? accessRefusal(ctx, token, repo, op)
-    : githubError(404, "Not Found", op.docs);
+    : userRefusal(ctx, userToken!, repo, op);
   const handler = REPO_HANDLERS[op.id as RepoOperation];
   const response = await admitted(
     services,
     req,
     op,
-    `installation:${installationId}`,
-    `installation ID ${installationId}`,
+    key,
+    label,
     { repo: repo?.fullName, refusal },
     // Only called without a refusal, so with the repository.
-    (body) => handler(ctx, { params, query, body, docs: op.docs, repo: repo! }),
+    (body) => handler(ctx, { params, query, body, docs: op.docs, repo: repo!, actor }),
   );
   return { response, installationId };
+}
+
+/**
+ * 404 or 403 when a person's user token may not do this here: the repository must be one the
+ * App is installed on and the person can see, and both the App and the person's role must allow
+ * the operation.
+ */
+function userRefusal(
+  ctx: Context,
+  token: UserToken,
+  repo: Repo,
+  op: ApiOperation,
+): Response | undefined {
+  const installation = ctx.state.installationOf(repo);
+  const access = accessOf(token.user, repo);
+  if (!installation || access === undefined) return githubError(404, "Not Found", op.docs);
+  const needs = NEEDS[op.id as RepoOperation];
+  const appMay = needs.some(([name, level]) => grants(installation.permissions, name, level));
+  if (!appMay || !hasRole(access, ROLE_NEEDED[op.id as RepoOperation] ?? "admin")) {
+    return githubError(403, NOT_ACCESSIBLE, op.docs);
+  }
+  return undefined;
 }
 
 /** 404 or 403 when the token may not do this here, as GitHub answers. */

@@ -1,9 +1,10 @@
 /**
  * Issues as people make them (the test API and the stack's demo): opened with a title, a body
- * and labels, and labelled later. GitHub says `issues` `opened`, then `labeled` once per label;
+ * and labels, and labelled later (the test API, the page, or `issues/add-labels` with a token). GitHub says `issues` `opened`, then `labeled` once per label;
  * a label put on a pull request is a `pull_request` `labeled`.
  */
-import type { Context } from "./context.ts";
+import type { Context, RepoCall } from "./context.ts";
+import { githubError, json, validationFailed } from "./responses.ts";
 import { issue as issueShape } from "./pull_shapes.ts";
 import { label as labelShape } from "./shapes.ts";
 import { pullPayload } from "./pulls.ts";
@@ -65,4 +66,19 @@ export async function addLabel(
       issue: issueShape(ctx.site, ctx.state, ctx.app, issue),
     });
   }
+}
+
+/** `POST /repos/{owner}/{repo}/issues/{number}/labels` `{labels: [name | {name}]}`. */
+export async function addLabels(ctx: Context, call: RepoCall): Promise<Response> {
+  const issue = call.repo.issues.get(Number(call.params.number));
+  if (!issue) return githubError(404, "Not Found", call.docs);
+  const given = call.body.labels;
+  const names = Array.isArray(given)
+    ? given.map((l) => typeof l === "string" ? l : (l as { name?: unknown })?.name)
+    : undefined;
+  if (!names || names.some((n) => typeof n !== "string" || n === "")) {
+    return validationFailed(call.docs, [{ resource: "Label", code: "invalid", field: "labels" }]);
+  }
+  for (const name of names as string[]) await addLabel(ctx, issue, name, call.actor);
+  return json(200, issue.labels.map((l) => labelShape(ctx.site, call.repo, l)));
 }

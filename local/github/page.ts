@@ -1,15 +1,17 @@
 /**
- * The web side a person uses, acting as one configured person (`demo-person` by default, who
- * has write access): a repository's pull requests, one pull request with its forms (comment,
- * review, merge; each posts back and is answered 303 to the pull request, or the page again
- * with the refusal), and the App's install page (`/apps/<slug>/installations/new`, the
- * `install_url` the platform shows). GitHub's sign-in, notifications and everything else of
- * github.com are not here.
+ * The web side a person uses: a repository's pull requests, one pull request with its forms
+ * (comment, review, label, merge; each with an "As" choice of the stand-in's people, the
+ * configured person — `demo-owner` by default — chosen; each posts back and is answered 303 to
+ * the pull request, or the page again with the refusal), and the App's install page
+ * (`/apps/<slug>/installations/new`, the `install_url` the platform shows). What a person may do
+ * is their role's (people.ts): comment and review need read access, a label triage, a merge
+ * write. GitHub's sign-in, notifications and everything else of github.com are not here.
  */
-import { personComment } from "./comments.ts";
+import { addComment } from "./comments.ts";
 import type { Context } from "./context.ts";
 import { diff, log } from "./git.ts";
 import { install } from "./installations.ts";
+import { addLabel } from "./issues.ts";
 import { mergePull } from "./merge.ts";
 import {
   errorPage,
@@ -22,7 +24,7 @@ import {
 import { pullFacts } from "./pulls.ts";
 import { type NewReview, submitReview } from "./reviews.ts";
 import type { PageRoute } from "./route.ts";
-import type { Issue, Repo } from "./state.ts";
+import { accessOf, type Account, hasRole, type Issue, type Repo, type Role } from "./state.ts";
 
 const html = (body: string, status = 200) =>
   new Response(body, { status, headers: { "content-type": "text/html; charset=utf-8" } });
@@ -48,18 +50,25 @@ export async function servePage(
   if (page.view === "pull") return html(pullPage(await pullView(ctx, repo, issue, person)));
   const form = await req.formData();
   const field = (name: string) => String(form.get(name) ?? "");
+  const actor = ctx.state.account(field("as") || person);
   try {
     if (page.action === "comment") {
       if (!field("body").trim()) throw new Error("A comment needs some text");
-      personComment(ctx, issue, person, field("body"));
+      mayAct(actor, repo, "read", "comment");
+      addComment(ctx, issue, actor, field("body"));
     } else if (page.action === "review") {
+      mayAct(actor, repo, "read", "review");
       await submitReview(ctx, repo, issue.number, {
-        user: person,
+        user: actor.login,
         state: field("state") as NewReview["state"],
         body: field("body"),
       });
+    } else if (page.action === "label") {
+      if (!field("label").trim()) throw new Error("A label needs a name");
+      mayAct(actor, repo, "triage", "label");
+      await addLabel(ctx, issue, field("label").trim(), actor);
     } else {
-      await mergePull(ctx, repo, issue.number, ctx.state.account(person));
+      await mergePull(ctx, repo, issue.number, actor);
     }
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
@@ -69,6 +78,13 @@ export async function servePage(
     status: 303,
     headers: { location: `/${repo.fullName}/pull/${issue.number}` },
   });
+}
+
+/** Refuses, in words, what the person's role does not let them do here. */
+function mayAct(user: Account, repo: Repo, needed: Role, what: string): void {
+  if (!hasRole(accessOf(user, repo), needed)) {
+    throw new Error(`${user.login} may not ${what} here: they need ${needed} on ${repo.fullName}`);
+  }
 }
 
 async function pullView(ctx: Context, repo: Repo, issue: Issue, person: string): Promise<PullView> {
@@ -86,6 +102,7 @@ async function pullView(ctx: Context, repo: Repo, issue: Issue, person: string):
     checks: ctx.state.checkRuns.filter((r) =>
       r.suite.repo === repo && r.suite.headSha === facts.headSha
     ),
+    people: [...ctx.state.accounts.values()].filter((a) => a.type === "User").map((a) => a.login),
     person,
   };
 }

@@ -68,7 +68,8 @@ export interface PullView {
   reviews: Review[];
   reviewComments: ReviewComment[];
   checks: CheckRun[];
-  /** Who the forms act as. */
+  /** Who the forms may act as, and who they act as unless the person picks another. */
+  people: string[];
   person: string;
   /** A refusal to show above the forms (a merge with conflicts, an empty review). */
   error?: string;
@@ -116,7 +117,8 @@ ${
   const mergeBox = issue.state !== "open"
     ? ""
     : facts.mergeable
-    ? `<form method="post" action="${base}/merge"><p>This branch has no conflicts with the base branch.</p>
+    ? `<form method="post" action="${base}/merge" class="box"><p>This branch has no conflicts with the base branch.</p>
+${asSelector(v)}
 <button type="submit">Merge pull request</button></form>`
     : `<p>This branch has conflicts that must be resolved.</p>`;
   return layout(
@@ -135,20 +137,64 @@ ${facts.commits} commit${facts.commits === 1 ? "" : "s"} into <code>${escape(pul
     }
 <h2>Conversation</h2>${timeline || "<p>No comments yet.</p>"}
 ${v.error ? `<div class="box error" role="alert">${escape(v.error)}</div>` : ""}
-<p>Acting as <strong>${escape(v.person)}</strong>.</p>
+<p>Acting as <strong>${escape(v.person)}</strong> unless another person is picked.</p>
 <form method="post" action="${base}/comment" class="box"><h3>Comment</h3>
+${asSelector(v)}
 <label>Comment <textarea name="body" required></textarea></label>
 <button type="submit">Comment</button></form>
 <form method="post" action="${base}/review" class="box"><h3>Review changes</h3>
+${asSelector(v)}
 <label>Review <textarea name="body"></textarea></label>
 <p><label><input type="radio" name="state" value="commented" checked> Comment</label>
 <label><input type="radio" name="state" value="approved"> Approve</label>
 <label><input type="radio" name="state" value="changes_requested"> Request changes</label></p>
 <button type="submit">Submit review</button></form>
+<form method="post" action="${base}/label" class="box"><h3>Labels</h3>
+<p>${issue.labels.map((l) => `<code>${escape(l.name)}</code>`).join(" ") || "None yet."}</p>
+${asSelector(v)}
+<label>Label <input name="label" required></label>
+<button type="submit">Add label</button></form>
 ${mergeBox}
 <h2>Files changed</h2><p>+${facts.additions} −${facts.deletions} in ${facts.changedFiles} file${
       facts.changedFiles === 1 ? "" : "s"
     }</p><pre class="diff">${escape(v.diff)}</pre>`,
+  );
+}
+
+/** Who a form acts as: one of the people, the page's person chosen. */
+function asSelector(v: { people: string[]; person: string }): string {
+  const options = v.people.map((login) =>
+    `<option value="${escape(login)}"${login === v.person ? " selected" : ""}>${
+      escape(login)
+    }</option>`
+  ).join("");
+  return `<label>As <select name="as">${options}</select></label>`;
+}
+
+/**
+ * The App's authorization page. GitHub signs the person in first; the stand-in instead lists its
+ * people, and each button authorizes as one of them.
+ */
+export function authorizePage(appName: string, query: URLSearchParams, people: string[]): string {
+  const hidden = ["client_id", "redirect_uri", "state"]
+    .filter((name) => query.get(name) !== null)
+    .map((name) => `<input type="hidden" name="${name}" value="${escape(query.get(name))}">`).join(
+      "\n",
+    );
+  const buttons = people.map((login) =>
+    `<p><button type="submit" name="login" value="${escape(login)}">Authorize as ${
+      escape(login)
+    }</button></p>`
+  ).join("\n");
+  return layout(
+    `Authorize ${appName}`,
+    `<h1>Authorize ${escape(appName)}</h1>
+<p>${escape(appName)} will be able to act on your behalf where it is installed and you have
+access. Redirecting to <code>${escape(query.get("redirect_uri"))}</code>.</p>
+<form method="post" action="/login/oauth/authorize" class="box">
+${hidden}
+${buttons}
+<p><button type="submit" name="cancel" value="1">Cancel</button></p></form>`,
   );
 }
 

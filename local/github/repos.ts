@@ -10,8 +10,9 @@ import type { Context, RepoCall } from "./context.ts";
 import { commitFiles, deleteRef as gitDeleteRef, initBare, listRefs, resolve } from "./git.ts";
 import { refsMoved } from "./pushes.ts";
 import { githubError, json } from "./responses.ts";
-import { fullRepository } from "./shapes.ts";
-import { addRepo, type Repo } from "./state.ts";
+import { fullRepository, simpleUser } from "./shapes.ts";
+import { defaultCollaborators, legacyPermission, repoPermissions } from "./people.ts";
+import { accessOf, addRepo, type Repo, type Role } from "./state.ts";
 
 export interface NewRepository {
   /** Default `main`. */
@@ -24,6 +25,11 @@ export interface NewRepository {
    * an empty repository, no commit.
    */
   seed?: Record<string, string>;
+  /**
+   * Collaborators by login and role. Default: on demo-owner's repositories the demo people
+   * (people.ts), elsewhere nobody.
+   */
+  collaborators?: Record<string, Role>;
 }
 
 export async function createRepository(
@@ -47,6 +53,8 @@ export async function createRepository(
       email: `${account.id}+${account.login}@users.noreply.github.com`,
     });
   }
+  const collaborators = Object.entries(init.collaborators ?? defaultCollaborators(owner))
+    .map(([login, role]) => [ctx.state.account(login), role] as const);
   return addRepo(ctx.state, {
     owner: account,
     name,
@@ -54,11 +62,49 @@ export async function createRepository(
     description: init.description ?? null,
     defaultBranch,
     dir,
+    collaborators: new Map(collaborators),
   });
 }
 
+/** Gives a person a role on a repository, or (null) removes them from its collaborators. */
+export function setCollaborator(ctx: Context, repo: Repo, login: string, role: Role | null) {
+  const user = ctx.state.account(login);
+  if (user.id === repo.owner.id) throw new Error(`${login} owns ${repo.fullName}`);
+  if (role === null) repo.collaborators.delete(user);
+  else repo.collaborators.set(user, role);
+}
+
+/**
+ * The repository; with a user's token, also what that person may do in it (`permissions`), as
+ * GitHub adds it for an authenticated person.
+ */
 export function getRepo(ctx: Context, call: RepoCall): Response {
-  return json(200, fullRepository(ctx.site, call.repo));
+  const full = fullRepository(ctx.site, call.repo);
+  if (call.actor.type === "Bot") return json(200, full);
+  return json(200, { ...full, permissions: repoPermissions(accessOf(call.actor, call.repo)) });
+}
+
+/**
+ * `GET /repos/{owner}/{repo}/collaborators/{username}/permission`: the person's role
+ * (`role_name`) and GitHub's legacy base permission for it; someone who is no collaborator has
+ * `read` on a public repository and `none` on a private one; a login nobody has is 404.
+ */
+export function getCollaboratorPermission(ctx: Context, call: RepoCall): Response {
+  const user = ctx.state.accounts.get(call.params.username!.toLowerCase());
+  if (!user || user.type !== "User") return githubError(404, "Not Found", call.docs);
+  const role = accessOf(user, call.repo);
+  const permissions = repoPermissions(role);
+  return json(200, {
+    permission: legacyPermission(role),
+    role_name: role ?? "none",
+    user: {
+      ...simpleUser(ctx.site, user),
+      name: user.name,
+      email: null,
+      permissions,
+      role_name: role ?? "none",
+    },
+  });
 }
 
 export async function deleteRef(ctx: Context, call: RepoCall): Promise<Response> {

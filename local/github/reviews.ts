@@ -1,11 +1,12 @@
 /**
- * A person reviews a pull request (the page, the test API): approve, request changes or comment,
- * with a body and line comments. As on GitHub, a review that requests changes or only comments
+ * A person reviews a pull request (the page, the test API, or `pulls/create-review` with their
+ * user token): approve, request changes or comment, with a body and line comments. As on GitHub, a review that requests changes or only comments
  * needs a body or line comments, and a person does not review their own pull request. Webhooks:
  * `pull_request_review` `submitted`, then `pull_request_review_comment` `created` per line comment.
  */
-import type { Context } from "./context.ts";
+import type { Context, RepoCall } from "./context.ts";
 import { review as reviewShape, reviewComment } from "./pull_shapes.ts";
+import { githubError, json } from "./responses.ts";
 import { pullPayload, pullRefs } from "./pulls.ts";
 import type { Repo, Review, ReviewComment, ReviewState } from "./state.ts";
 
@@ -15,6 +16,13 @@ export interface NewReview {
   body?: string;
   comments?: { path: string; line: number; body: string }[];
 }
+
+/** `event` of `pulls/create-review`, for the states a review can be submitted in. */
+const EVENTS: Record<string, NewReview["state"]> = {
+  APPROVE: "approved",
+  REQUEST_CHANGES: "changes_requested",
+  COMMENT: "commented",
+};
 
 const STATES: Record<NewReview["state"], ReviewState> = {
   approved: "APPROVED",
@@ -77,4 +85,37 @@ export async function submitReview(
     });
   }
   return review.id;
+}
+
+/**
+ * `POST /repos/{owner}/{repo}/pulls/{number}/reviews`, submitted at once (`event` is required
+ * here: GitHub's pending reviews are not modelled). A refusal is GitHub's 422 with the reason.
+ */
+export async function createReview(ctx: Context, call: RepoCall): Promise<Response> {
+  const issue = call.repo.issues.get(Number(call.params.number));
+  if (!issue?.pull) return githubError(404, "Not Found", call.docs);
+  const state = EVENTS[String(call.body.event)];
+  const comments = Array.isArray(call.body.comments) ? call.body.comments : [];
+  try {
+    if (!state) throw new Error("event must be APPROVE, REQUEST_CHANGES or COMMENT");
+    const id = await submitReview(ctx, call.repo, issue.number, {
+      user: call.actor.login,
+      state,
+      body: typeof call.body.body === "string" ? call.body.body : "",
+      comments: comments.map((c: Record<string, unknown>) => ({
+        path: String(c.path),
+        line: Number(c.line),
+        body: String(c.body),
+      })),
+    });
+    const review = ctx.state.reviews.find((r) => r.id === id)!;
+    return json(200, { ...reviewShape(ctx.site, ctx.app, review), body: review.body });
+  } catch (error) {
+    return json(422, {
+      message: "Unprocessable Entity",
+      errors: [error instanceof Error ? error.message : String(error)],
+      documentation_url: call.docs,
+      status: "422",
+    });
+  }
 }

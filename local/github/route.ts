@@ -10,11 +10,16 @@ export const API_PREFIX = "/api/v3";
 export type OperationId =
   | "apps/get-repo-installation"
   | "apps/create-installation-access-token"
+  | "users/get-authenticated"
   | "repos/get"
+  | "repos/get-collaborator-permission-level"
   | "pulls/create"
   | "pulls/list"
   | "pulls/get"
   | "pulls/update"
+  | "pulls/create-review"
+  | "pulls/merge"
+  | "issues/add-labels"
   | "issues/create-comment"
   | "issues/update-comment"
   | "reactions/create-for-issue"
@@ -26,13 +31,18 @@ export interface ApiOperation {
   id: OperationId;
   method: string;
   pattern: RegExp;
-  /** Who may call it: the App itself (a JWT) or an installation (its token). */
-  auth: "app" | "installation";
+  /**
+   * Who may call it: the App itself (a JWT), an installation (its token), a person through the
+   * App (a user token), or either token (`token`).
+   */
+  auth: Auth;
   /** Counts against the content-creation limit (GitHub's secondary rate limit). */
   creates: boolean;
   /** The `documentation_url` GitHub's errors for this operation carry. */
   docs: string;
 }
+
+export type Auth = "app" | "installation" | "user" | "token";
 
 const REPO = String.raw`/repos/(?<owner>[^/]+)/(?<repo>[^/]+)`;
 const DOCS = "https://docs.github.com/rest";
@@ -42,7 +52,7 @@ function op(
   method: string,
   path: string,
   docs: string,
-  init: { auth?: "app"; creates?: true } = {},
+  init: { auth?: Auth; creates?: true } = {},
 ): ApiOperation {
   return {
     id,
@@ -69,7 +79,17 @@ const OPERATIONS: readonly ApiOperation[] = [
     "apps/apps#create-an-installation-access-token-for-an-app",
     { auth: "app" },
   ),
-  op("repos/get", "GET", REPO, "repos/repos#get-a-repository"),
+  op("users/get-authenticated", "GET", "/user", "users/users#get-the-authenticated-user", {
+    auth: "user",
+  }),
+  op("repos/get", "GET", REPO, "repos/repos#get-a-repository", { auth: "token" }),
+  op(
+    "repos/get-collaborator-permission-level",
+    "GET",
+    `${REPO}/collaborators/(?<username>[^/]+)/permission`,
+    "collaborators/collaborators#get-repository-permissions-for-a-user",
+    { auth: "token" },
+  ),
   op("pulls/create", "POST", `${REPO}/pulls`, "pulls/pulls#create-a-pull-request", {
     creates: true,
   }),
@@ -88,11 +108,32 @@ const OPERATIONS: readonly ApiOperation[] = [
     { creates: true },
   ),
   op(
+    "pulls/create-review",
+    "POST",
+    String.raw`${REPO}/pulls/(?<number>\d+)/reviews`,
+    "pulls/reviews#create-a-review-for-a-pull-request",
+    { auth: "token", creates: true },
+  ),
+  op(
+    "pulls/merge",
+    "PUT",
+    String.raw`${REPO}/pulls/(?<number>\d+)/merge`,
+    "pulls/pulls#merge-a-pull-request",
+    { auth: "token", creates: true },
+  ),
+  op(
+    "issues/add-labels",
+    "POST",
+    String.raw`${REPO}/issues/(?<number>\d+)/labels`,
+    "issues/labels#add-labels-to-an-issue",
+    { auth: "token", creates: true },
+  ),
+  op(
     "issues/create-comment",
     "POST",
     String.raw`${REPO}/issues/(?<number>\d+)/comments`,
     "issues/comments#create-an-issue-comment",
-    { creates: true },
+    { auth: "token", creates: true },
   ),
   op(
     "issues/update-comment",
@@ -137,6 +178,8 @@ export type Route =
   /** Smart HTTP: `service` is `git-upload-pack` (fetch) or `git-receive-pack` (push). */
   | { kind: "git"; owner: string; repo: string; pathInfo: string; service: string | undefined }
   | { kind: "page"; page: PageRoute }
+  /** The OAuth web flow (oauth.ts): the authorize page, its form, the token exchange. */
+  | { kind: "oauth"; step: "show" | "authorize" | "exchange" }
   | { kind: "none" };
 
 export type PageRoute =
@@ -168,6 +211,12 @@ export function routeOf(method: string, pathname: string, search: URLSearchParam
     const service = what === "info/refs" ? search.get("service") ?? undefined : what;
     return { kind: "git", owner: owner!, repo: repo!, pathInfo: `/${what}`, service };
   }
+  if (pathname === "/login/oauth/authorize" && (method === "GET" || method === "POST")) {
+    return { kind: "oauth", step: method === "GET" ? "show" : "authorize" };
+  }
+  if (pathname === "/login/oauth/access_token" && method === "POST") {
+    return { kind: "oauth", step: "exchange" };
+  }
   const page = pageOf(method, pathname);
   return page ? { kind: "page", page } : { kind: "none" };
 }
@@ -177,7 +226,7 @@ function pageOf(method: string, pathname: string): PageRoute | undefined {
   if (m && method === "GET") return { view: "pulls", owner: m[1]!, repo: m[2]! };
   m = /^\/([^/]+)\/([^/]+)\/pull\/(\d+)\/?$/.exec(pathname);
   if (m && method === "GET") return { view: "pull", owner: m[1]!, repo: m[2]!, number: +m[3]! };
-  m = /^\/([^/]+)\/([^/]+)\/pull\/(\d+)\/(comment|review|merge)$/.exec(pathname);
+  m = /^\/([^/]+)\/([^/]+)\/pull\/(\d+)\/(comment|review|label|merge)$/.exec(pathname);
   if (m && method === "POST") {
     return { view: "act", owner: m[1]!, repo: m[2]!, number: +m[3]!, action: m[4]! };
   }

@@ -13,29 +13,37 @@
  * - pull requests, issue comments, reactions, check runs, ref deletion with GitHub's answers and
  *   errors, shaped as GitHub's OpenAPI description says (pulls.ts, comments.ts, reactions.ts,
  *   checks.ts, shapes.ts, pull_shapes.ts; checked in tests/integration/github_standin_test.ts);
- * - people: `demo-owner` owns repositories, `demo-person` has write access, `demo-reader` has
- *   not; issues, labels, comments, reviews and merges made as a person (issues.ts, reviews.ts,
- *   merge.ts) through this file's test API or the page (page.ts);
+ * - people (people.ts): `demo-owner` owns repositories; on each of demo-owner's, one person per
+ *   GitHub role (`demo-maintainer`, `demo-writer`, `demo-triager`, `demo-reader`) is a
+ *   collaborator and `demo-outsider` has no access; issues, labels, comments, reviews and merges
+ *   made as a person (issues.ts, reviews.ts, merge.ts) through this file's test API, the page
+ *   (page.ts) or the REST API with the person's user token;
+ * - the App's OAuth client (oauth.ts): the authorize page (one click as a chosen person), the
+ *   code and refresh token exchanges, user tokens (user_tokens.ts), `GET /user` (users.ts),
+ *   `permissions` on `GET /repos/{owner}/{repo}` and the collaborator permission endpoint;
  * - webhooks for all of it, signed and delivered as GitHub does (events.ts, webhooks.ts);
  * - GitHub's primary and content-creation rate limits (rate_limit.ts) and scripted faults.
  *
  * What differs from github.com: no forks, branch protection, teams or organizations (an account
- * is a collaborator on every repository it does not own, or on none); `mergeable` is computed at
+ * is given a role on each repository; roles other than collaborator exist on GitHub only in
+ * organizations' repositories); `mergeable` is computed at
  * once (GitHub may answer `null` first and compute it in the background), with `mergeable_state`
  * only `clean`, `dirty`, `unstable`, `draft` or `unknown`; merges are always merge commits; the
  * App's installations are always "selected repositories"; an App JWT on an installation's
  * endpoint is answered 403 `Resource not accessible by integration` (GitHub's exact answer there
  * is not documented); webhooks go to one URL, with no deliveries API (a test redelivers);
- * everything but the git data is in memory; GitHub's concurrency and CPU-time secondary limits
- * are not modelled; the pages have no sign-in and act as one person, and serve private
- * repositories to anyone who can reach 127.0.0.1.
+ * everything but the git data is in memory (people and their roles are made again at each
+ * start, tokens are forgotten); GitHub's concurrency and CPU-time secondary limits are not
+ * modelled; the pages have no sign-in (a person is picked in each form, and the authorize page
+ * lists everyone), and serve private repositories to anyone who can reach 127.0.0.1; a user
+ * token is refused (403) on the operations the platform does only with an installation token.
  */
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { appKeys, createTokens } from "./app_auth.ts";
 import { addCheckRun, type NewCheckRun } from "./checks.ts";
-import { personComment } from "./comments.ts";
+import { addComment } from "./comments.ts";
 import { type Context, createSerializer } from "./context.ts";
 import { dispatchApi } from "./dispatch.ts";
 import { createEvents } from "./events.ts";
@@ -44,14 +52,17 @@ import { createGitHttp } from "./git_http.ts";
 import { install, uninstall } from "./installations.ts";
 import { addLabel, createIssue, type NewIssue } from "./issues.ts";
 import { mergePull } from "./merge.ts";
+import { authorize, exchange, oauthClient, showAuthorize } from "./oauth.ts";
 import { servePage } from "./page.ts";
+import { addPeople, DEMO_OWNER } from "./people.ts";
 import { createRateLimits, type RateLimitOptions } from "./rate_limit.ts";
-import { createRepository, type NewRepository } from "./repos.ts";
+import { createRepository, type NewRepository, setCollaborator } from "./repos.ts";
 import { githubError } from "./responses.ts";
 import { type NewReview, submitReview } from "./reviews.ts";
 import { API_PREFIX, type OperationId, routeOf } from "./route.ts";
 import type { AppInfo, Site } from "./shapes.ts";
-import { createState, type Permissions, type PushRecord } from "./state.ts";
+import { createState, type Permissions, type PushRecord, type Role } from "./state.ts";
+import { createUserTokens, type TokenPair } from "./user_tokens.ts";
 import { createWebhooks, type Delivery } from "./webhooks.ts";
 
 export { githubFaults } from "./faults.ts";
@@ -62,12 +73,18 @@ export type { NewRepository } from "./repos.ts";
 export type { NewReview } from "./reviews.ts";
 export type { OperationId } from "./route.ts";
 export type { ContentLimits, RateLimitOptions } from "./rate_limit.ts";
-export type { Permissions, PushRecord } from "./state.ts";
+export type { Permissions, PushRecord, Role } from "./state.ts";
+export type { TokenPair } from "./user_tokens.ts";
 export type { Delivery } from "./webhooks.ts";
-
-export const DEMO_OWNER = "demo-owner";
-export const DEMO_PERSON = "demo-person";
-export const DEMO_READER = "demo-reader";
+export {
+  DEMO_MAINTAINER,
+  DEMO_OUTSIDER,
+  DEMO_OWNER,
+  DEMO_PERSON,
+  DEMO_READER,
+  DEMO_TRIAGER,
+  DEMO_WRITER,
+} from "./people.ts";
 
 /** What an installation may do unless told otherwise: what the platform's App asks for. */
 export const DEFAULT_PERMISSIONS: Permissions = {
@@ -107,8 +124,10 @@ export interface GitHubStandInOptions {
   /** What installations may do. Default `DEFAULT_PERMISSIONS`. */
   permissions?: Permissions;
   rateLimits?: RateLimitOptions;
-  /** Who the pages act as. Default `demo-person`. */
+  /** Who the pages' forms act as unless another person is picked. Default `demo-owner`. */
   person?: string;
+  /** How long user access tokens live, in seconds. Default 28800 (GitHub's eight hours). */
+  userTokenSeconds?: number;
   /**
    * Where the bare repositories live; default a temp directory removed by `close`. A given root
    * is kept, and `createRepository` takes a repository an earlier run left there with its git
@@ -124,6 +143,16 @@ export interface ApiRequestRecord {
   operation: OperationId | "git" | undefined;
   status: number;
   installationId: number | undefined;
+  at: number;
+}
+
+/** One installation token the App asked for: what it was narrowed to. */
+export interface TokenRequest {
+  installationId: number;
+  /** Full names; null: every repository of the installation. */
+  repositories: string[] | null;
+  /** What the token may do (a narrowed token's permissions, with GitHub's `metadata: read`). */
+  permissions: Permissions;
   at: number;
 }
 
@@ -160,7 +189,10 @@ export interface GitHubStandIn extends AsyncDisposable {
     id: number;
     slug: string;
     name: string;
+    /** GITHUB_CLIENT_ID: `Iv23li…`, derived from the private key (the same key, the same id). */
     clientId: string;
+    /** GITHUB_CLIENT_SECRET, derived from the private key too. */
+    clientSecret: string;
     /** PEM: GITHUB_APP_PRIVATE_KEY. */
     privateKey: string;
     /** `<origin>/apps/<slug>/installations/new` */
@@ -177,6 +209,21 @@ export interface GitHubStandIn extends AsyncDisposable {
   /** Removes `repos` from the installation, or the installation itself without them. */
   uninstall(owner: string, repos?: string[]): void;
   installationId(owner: string): number | undefined;
+  /** Every installation token minted so far, in order. */
+  readonly tokenRequests: readonly TokenRequest[];
+  /** Gives `login` a role on the repository, or (null) takes it away. */
+  setCollaborator(owner: string, repo: string, login: string, role: Role | null): void;
+  /**
+   * A user token pair for `login`, as if the person had authorized the App on the authorize page
+   * and the code had been exchanged (what `POST /login/oauth/access_token` answers).
+   */
+  connectUser(login: string): TokenPair;
+  /** Every token of `login` stops working (they revoked the App); answers how many. */
+  revokeUserTokens(login: string): number;
+  /** The access tokens of `login` expire now, their refresh tokens still good; answers how many. */
+  expireUserTokens(login: string): number;
+  /** How long new user access tokens live, in seconds (`userTokenSeconds`). */
+  userTokenSeconds: number;
   createIssue(owner: string, repo: string, init: NewIssue): Promise<number>;
   label(
     owner: string,
@@ -233,17 +280,16 @@ export async function startGitHubStandIn(
   const ownRoot = options.root === undefined;
   const root = options.root ?? await mkdtemp(join(tmpdir(), "github-standin-"));
   const state = createState();
-  const owner = state.account(DEMO_OWNER);
-  state.account(DEMO_PERSON, { access: "write" });
-  state.account(DEMO_READER);
-  const person = options.person ?? DEMO_PERSON;
+  const owner = addPeople(state);
+  const person = options.person ?? DEMO_OWNER;
+  const client = await oauthClient(keys.privateKey);
   const slug = options.appSlug ?? "local-agents";
   const now = Date.now();
   const app: AppInfo = {
     id: options.appId ?? 1,
     slug,
     name: options.appName ?? "Local Agents",
-    clientId: `Iv23li${crypto.randomUUID().replaceAll("-", "").slice(0, 14)}`,
+    clientId: client.clientId,
     owner,
     bot: state.account(`${slug}[bot]`, { type: "Bot" }),
     permissions: options.permissions ?? DEFAULT_PERMISSIONS,
@@ -303,6 +349,13 @@ export async function startGitHubStandIn(
           case "page":
             response = await servePage(ctx, req, route.page, person);
             break;
+          case "oauth":
+            response = route.step === "show"
+              ? showAuthorize(ctx, url.searchParams)
+              : route.step === "authorize"
+              ? await authorize(ctx, req)
+              : await exchange(ctx, req);
+            break;
           case "none":
             response = new Response("Not Found\n", { status: 404 });
         }
@@ -336,10 +389,17 @@ export async function startGitHubStandIn(
     ci,
     events: createEvents(site, state, app, webhooks),
     tokens,
+    userTokens: createUserTokens(options.userTokenSeconds),
+    oauth: { client, codes: new Map() },
     serialize: createSerializer(),
   };
   const gitHttp = createGitHttp(ctx, root, faults);
   const repoOf = (ownerLogin: string, name: string) => state.requireRepo(ownerLogin, name);
+  const requirePerson = (login: string) => {
+    const user = state.accounts.get(login.toLowerCase());
+    if (user?.type !== "User") throw new Error(`GitHub stand-in: no person ${login}`);
+    return user;
+  };
 
   let closed = false;
   const close = async () => {
@@ -360,6 +420,7 @@ export async function startGitHubStandIn(
       slug: app.slug,
       name: app.name,
       clientId: app.clientId,
+      clientSecret: client.clientSecret,
       privateKey: keys.privateKey,
       installUrl: `${origin}/apps/${app.slug}/installations/new`,
     },
@@ -386,6 +447,25 @@ export async function startGitHubStandIn(
     uninstall: (ownerLogin, repos) =>
       uninstall(ctx, ownerLogin, repos?.map((name) => repoOf(ownerLogin, name))),
     installationId: (ownerLogin) => state.installationOn(ownerLogin)?.id,
+    get tokenRequests() {
+      return tokens.issued.map((t) => ({
+        installationId: t.installation.id,
+        repositories: t.repos ? [...t.repos].map((r) => r.fullName) : null,
+        permissions: t.permissions,
+        at: t.issuedAt,
+      }));
+    },
+    setCollaborator: (ownerLogin, name, login, role) =>
+      setCollaborator(ctx, repoOf(ownerLogin, name), login, role),
+    connectUser: (login) => ctx.userTokens.issue(requirePerson(login)),
+    revokeUserTokens: (login) => ctx.userTokens.revoke(requirePerson(login)),
+    expireUserTokens: (login) => ctx.userTokens.expire(requirePerson(login)),
+    get userTokenSeconds() {
+      return ctx.userTokens.accessSeconds;
+    },
+    set userTokenSeconds(seconds) {
+      ctx.userTokens.accessSeconds = seconds;
+    },
     createIssue: (ownerLogin, name, init) => createIssue(ctx, repoOf(ownerLogin, name), init),
     label: (ownerLogin, name, number, init) =>
       addLabel(
@@ -395,12 +475,12 @@ export async function startGitHubStandIn(
         state.account(init.user),
       ),
     comment: (ownerLogin, name, number, init) =>
-      personComment(
+      addComment(
         ctx,
         state.requireIssue(repoOf(ownerLogin, name), number),
-        init.user,
+        state.account(init.user),
         init.body,
-      ),
+      ).id,
     review: (ownerLogin, name, number, init) =>
       submitReview(ctx, repoOf(ownerLogin, name), number, init),
     merge: (ownerLogin, name, number, init) =>

@@ -8,6 +8,9 @@
  */
 
 export type Permission = "read" | "write";
+/** A person's role on a repository, GitHub's five base roles, strongest first. */
+export type Role = "admin" | "maintain" | "write" | "triage" | "read";
+export const ROLES: readonly Role[] = ["admin", "maintain", "write", "triage", "read"];
 /** An App's permissions by name (`contents`, `pull_requests`, `issues`, `checks`, `metadata`). */
 export type Permissions = Record<string, Permission>;
 
@@ -15,8 +18,9 @@ export interface Account {
   login: string;
   id: number;
   type: "User" | "Organization" | "Bot";
-  /** What the account may do in repositories it does not own (`write`: a collaborator). */
-  access: Permission;
+  /** The profile's display name (`name` of `GET /user`). */
+  name: string | null;
+  createdAt: number;
 }
 
 export interface Label {
@@ -42,6 +46,8 @@ export interface Repo {
   /** Issues and pull requests by number: they share one sequence. */
   issues: Map<number, Issue>;
   labels: Map<string, Label>;
+  /** People invited to the repository and their role (the owner is admin without being here). */
+  collaborators: Map<Account, Role>;
 }
 
 export interface Pull {
@@ -171,8 +177,8 @@ export interface State {
   readonly reactions: Reaction[];
   readonly checkRuns: CheckRun[];
   readonly pushes: PushRecord[];
-  /** An account by login; a new one (a user who may read) when unknown. */
-  account(login: string, init?: Partial<Pick<Account, "type" | "access">>): Account;
+  /** An account by login; a new one (a user) when unknown. */
+  account(login: string, init?: Partial<Pick<Account, "type" | "name">>): Account;
   repo(owner: string, name: string): Repo | undefined;
   /** The repository or a clear error, for the test API. */
   requireRepo(owner: string, name: string): Repo;
@@ -211,7 +217,8 @@ export function createState(): State {
         login,
         id: nextId(),
         type: init.type ?? "User",
-        access: init.access ?? "read",
+        name: init.name ?? null,
+        createdAt: Date.now(),
       };
       accounts.set(login.toLowerCase(), account);
       return account;
@@ -255,7 +262,10 @@ export function createState(): State {
 
 export function addRepo(
   state: State,
-  init: Pick<Repo, "owner" | "name" | "private" | "description" | "defaultBranch" | "dir">,
+  init: Pick<
+    Repo,
+    "owner" | "name" | "private" | "description" | "defaultBranch" | "dir" | "collaborators"
+  >,
 ): Repo {
   const now = Date.now();
   const repo: Repo = {
@@ -277,10 +287,32 @@ export function nextNumber(repo: Repo): number {
   return repo.issues.size + 1;
 }
 
-/** How GitHub relates a user to a repository in `author_association`. */
+/** A person's role on a repository: admin for its owner, else the one they were given. */
+export function roleOf(user: Account, repo: Repo): Role | undefined {
+  if (user.id === repo.owner.id) return "admin";
+  return repo.collaborators.get(user);
+}
+
+/** The role grants at least `needed` (admin ⊃ maintain ⊃ write ⊃ triage ⊃ read). */
+export function hasRole(role: Role | undefined, needed: Role): boolean {
+  return role !== undefined && ROLES.indexOf(role) <= ROLES.indexOf(needed);
+}
+
+/**
+ * What a person may do in a repository: their role, or `read` on a public repository they have
+ * no role on (anyone may read it); undefined: a private repository they cannot see.
+ */
+export function accessOf(user: Account, repo: Repo): Role | undefined {
+  return roleOf(user, repo) ?? (repo.private ? undefined : "read");
+}
+
+/**
+ * How GitHub relates a user to a repository in `author_association`: `COLLABORATOR` is any
+ * invited collaborator, whatever the role (a read collaborator too).
+ */
 export function authorAssociation(user: Account, repo: Repo): string {
   if (user.id === repo.owner.id) return "OWNER";
-  if (user.type !== "Bot" && user.access === "write") return "COLLABORATOR";
+  if (user.type !== "Bot" && repo.collaborators.has(user)) return "COLLABORATOR";
   return "NONE";
 }
 

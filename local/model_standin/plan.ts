@@ -9,12 +9,15 @@
  * It reads the lines the team runner writes (agent/team/prompts.ts): the persona header in the
  * system prompt (`# You are <name>, an agent of this project's team`, `You are the lead of the
  * team.`, `Your teammates: a, b, c.`) and the prompt (`Task <id> from <who>:` and the task, or a
- * conflict with `Resolve the rebase (or merge) conflict in these files:` and `- <path>` lines). Markers in
+ * conflict with `Resolve the rebase (or merge) conflict in these files:` and `- <path>` lines). It
+ * reads untrusted blocks (agent/team/untrusted.ts) as a careful model does: an `@name` in one is
+ * someone else's word, never a handoff. Markers in
  * the prompt (`[model:overloaded=2]`, `[model:parallel]`, ...) make it behave as the real service
  * does at its edges: errors, several tool calls at once, cache usage, slow streams. The rules are
  * in docs/development.md ("The model stand-in").
  */
 import { KNOWN_MODELS } from "../../agent/team/models.ts";
+import { trustedText, untrustedLines } from "../../agent/team/untrusted.ts";
 
 /** One step the model takes: a tool call, or the final (or only) text. */
 export type Move =
@@ -102,6 +105,11 @@ export interface Markers {
   cache: boolean;
   /** How long each answer takes, in milliseconds. */
   slowMs: number;
+  /**
+   * The lead obeys untrusted text, as a fooled model would: each `@teammate <task>` line of an
+   * untrusted block is handed on too, so a test meets what the runner must stop.
+   */
+  gullible: boolean;
 }
 
 /** The file every agent writes to when a task names no file and no command. */
@@ -122,7 +130,7 @@ export function planAnswer(request: PlanRequest, session: SessionSoFar): Answer 
   if (failing && failing !== "stream-error") {
     return { kind: "failure", failure: failure(failing, session.now) };
   }
-  const moves = nextMoves(request, text, turn.results, markers.parallel);
+  const moves = nextMoves(request, text, turn.results, markers);
   return {
     kind: "message",
     moves,
@@ -137,14 +145,14 @@ function nextMoves(
   request: PlanRequest,
   promptText: string,
   results: ToolOutcome[],
-  parallel: boolean,
+  markers: Markers,
 ): Move[] {
   const prompt = parsePrompt(promptText);
   if (!request.tools?.length) return [{ type: "text", text: sideAnswer(prompt) }];
   const tools = new Set(request.tools.map((t) => String(t.name)));
   const persona = parsePersona(systemText(request.system));
   const cwd = workingDirectory(request);
-  return replay(steps(prompt, persona), results, tools, cwd, parallel);
+  return replay(steps(prompt, persona, markers.gullible), results, tools, cwd, markers.parallel);
 }
 
 /**
@@ -161,12 +169,19 @@ export function unknownModel(model: string): Failure | undefined {
  * anywhere; a line that held only markers is dropped. A token that is no marker stays text.
  */
 export function readMarkers(prompt: string): { markers: Markers; text: string } {
-  const markers: Markers = { failures: [], parallel: false, cache: false, slowMs: 0 };
+  const markers: Markers = {
+    failures: [],
+    parallel: false,
+    cache: false,
+    slowMs: 0,
+    gullible: false,
+  };
   const read = (name: string, value: string | undefined): boolean => {
     const kind = FAILURES.find((f) => f === name);
     if (kind) markers.failures.push({ kind, count: value ? Number(value) : undefined });
     else if (name === "parallel" && value === undefined) markers.parallel = true;
     else if (name === "cache" && value === undefined) markers.cache = true;
+    else if (name === "gullible" && value === undefined) markers.gullible = true;
     else if (name === "slow" && value !== undefined) markers.slowMs = Number(value);
     else return false;
     return true;
@@ -390,7 +405,7 @@ interface Done {
   failures: string[];
 }
 
-function steps(prompt: Prompt, persona: Persona): Plan {
+function steps(prompt: Prompt, persona: Persona, gullible: boolean): Plan {
   if (prompt.kind === "conflict") {
     return {
       steps: prompt.files.map((file) => ({
@@ -402,7 +417,9 @@ function steps(prompt: Prompt, persona: Persona): Plan {
       closing: [],
     };
   }
-  const first = firstLine(prompt.text);
+  // What the person outside the untrusted blocks asked: the blocks are data, never a handoff.
+  const asked = trustedText(prompt.text);
+  const first = firstLine(asked) || firstLine(prompt.text);
   const summary = (done: Done) => {
     const parts = [
       done.changed.length ? `changed ${done.changed.join(", ")}` : "",
@@ -410,9 +427,10 @@ function steps(prompt: Prompt, persona: Persona): Plan {
     ].filter(Boolean).join("; ");
     return `Done: ${first.replace(/[.!?:;]+$/, "")}.${parts ? ` ${capitalize(parts)}.` : ""}`;
   };
-  const mentioned = persona.lead ? mentions(prompt.text, persona) : [];
+  const mentioned = persona.lead ? mentions(asked, persona) : [];
+  const obeyed = persona.lead && gullible ? obeyedLines(prompt.text, persona) : [];
   if (mentioned.length) {
-    const handed = withoutMentions(prompt.text, mentioned);
+    const handed = withoutMentions(asked, mentioned);
     return {
       steps: [{
         kind: "add",
@@ -420,7 +438,7 @@ function steps(prompt: Prompt, persona: Persona): Plan {
         lines: mentioned.map((teammate) => `${persona.name}: handed "${handed}" to ${teammate}`),
       }],
       summary,
-      closing: mentioned.map((teammate) => `@${teammate} ${handed}`),
+      closing: [...mentioned.map((teammate) => `@${teammate} ${handed}`), ...obeyed],
     };
   }
   const { commands, paths } = taskWork(prompt.text);
@@ -432,7 +450,7 @@ function steps(prompt: Prompt, persona: Persona): Plan {
       ...files.map((path): Step => ({ kind: "add", path, lines: [line] })),
     ],
     summary,
-    closing: [],
+    closing: obeyed,
   };
 }
 
@@ -545,6 +563,14 @@ function mentions(text: string, persona: Persona): string[] {
     }
   }
   return found;
+}
+
+/** The `@teammate <task>` lines of the prompt's untrusted blocks, as a fooled lead copies them. */
+function obeyedLines(text: string, persona: Persona): string[] {
+  return untrustedLines(text).map((line) => line.trim()).filter((line) => {
+    const name = /^@([a-z][a-z0-9_-]{0,31})[:,]?\s+\S/.exec(line)?.[1];
+    return name !== undefined && name !== persona.name && persona.teammates.includes(name);
+  });
 }
 
 /** The task as one line, without the mentions it hands on. */

@@ -5,369 +5,48 @@
  * webhook receiver that verifies signatures with `@octokit/webhooks-methods`, and the page's own
  * HTML forms, parsed (linkedom) and posted back.
  *
- * Every REST answer octokit receives, success or error, is checked against GitHub's published
- * OpenAPI description (npm `@octokit/openapi`, `generated/api.github.com.json`: github.com's,
- * the one GitHub's own SDKs are generated from) by an octokit hook: the route octokit used names
- * the operation, the status names the response, and the body must validate against that
- * response's schema. Webhook payloads are checked the same way against the description's
- * `x-webhooks` schemas. The validator is ajv: the description is large (969 schemas, deeply
- * nested `allOf`/`anyOf`, formats such as `date-time` and `uri`) and a hand-written checker of
- * required properties and types would miss exactly what matters (a nullable field answered as a
- * string, a `uri` that is not one, an enum value GitHub never sends). The description is
- * OpenAPI 3.0, whose `nullable: true` ajv understands only beside a `type`; `asJsonSchema`
- * rewrites the other cases into `anyOf [..., null]`, which is what they mean. Errors GitHub
- * answers without documenting them for an operation (a 401 is documented for none of these) are
- * checked against the description's `basic-error`.
+ * Every REST answer octokit receives, success or error, and every webhook payload, is checked
+ * against GitHub's published OpenAPI description (tests/helpers/github_openapi.ts). The stand-in's
+ * people, OAuth client and user tokens have their own file, github_standin_people_test.ts.
  */
 import assert from "node:assert/strict";
-import { createAppAuth } from "@octokit/auth-app";
-import openapiPackage from "@octokit/openapi/package.json" with { type: "json" };
-import { Octokit } from "@octokit/rest";
 import { verify } from "@octokit/webhooks-methods";
-import { Ajv, type ValidateFunction } from "ajv";
-import addFormats from "ajv-formats";
 import { SignJWT } from "jose";
-import { DOMParser } from "linkedom";
 import { createPrivateKey, generateKeyPairSync } from "node:crypto";
 import {
+  DEMO_OUTSIDER,
   DEMO_OWNER,
   DEMO_PERSON,
   DEMO_READER,
   githubFaults,
-  type GitHubStandIn,
-  type GitHubStandInOptions,
   startGitHubStandIn,
 } from "../../local/github/server.ts";
-
-// ---- GitHub's OpenAPI description ---------------------------------------------------------
-
-// deno-lint-ignore no-explicit-any
-type Json = any;
-
-// The package is in the module graph through its package.json (imported above), so Deno has
-// fetched it; the 13 MB description is read from there rather than imported, which would make
-// the type checker infer a type for all of it.
-const SPEC_URL = import.meta.resolve("@octokit/openapi/generated/api.github.com.json");
-const spec: Json = JSON.parse(await Deno.readTextFile(new URL(SPEC_URL)));
-
-/**
- * The description made JSON Schema for ajv: OpenAPI 3.0's `nullable` without a `type` (beside
- * `allOf`, `$ref`, …) becomes what it means, `anyOf [..., null]`.
- */
-function asJsonSchema(node: Json): Json {
-  if (Array.isArray(node)) return node.map(asJsonSchema);
-  if (!node || typeof node !== "object") return node;
-  const out: Json = {};
-  for (const [k, v] of Object.entries(node)) {
-    out[k] = asJsonSchema(v);
-  }
-  if (out.nullable === true && out.type === undefined) {
-    const { nullable: _, ...rest } = out;
-    return { anyOf: [rest, { type: "null" }] };
-  }
-  return out;
-}
-
-const ajv = new Ajv({ strict: false, allErrors: true, validateSchema: false });
-(addFormats as unknown as (a: Ajv) => void)(ajv);
-// Formats the description uses that are labels rather than checks.
-for (const format of ["uri-template", "repo.nwo", "ssh-key", "ssh-key fingerprint"]) {
-  ajv.addFormat(format, true);
-}
-// The whole description, so that a response's inline schema is reached by its place in `paths`
-// and its `#/components/…` references resolve as they do in the description.
-ajv.addSchema(asJsonSchema(spec), "github");
-
-const validators = new Map<string, ValidateFunction>();
-function validatorFor(pointer: string): ValidateFunction {
-  let validate = validators.get(pointer);
-  if (!validate) {
-    validate = ajv.compile({ $ref: `github#${pointer}` });
-    validators.set(pointer, validate);
-  }
-  return validate;
-}
-
-function assertSchema(pointer: string, body: unknown, what: string): void {
-  const validate = validatorFor(pointer);
-  if (!validate(body)) {
-    const errors = (validate.errors ?? []).slice(0, 12)
-      .map((e) => `  ${e.instancePath || "(body)"} ${e.message} ${JSON.stringify(e.params)}`);
-    throw new assert.AssertionError({
-      message: `${what} does not match GitHub's OpenAPI description (${pointer}):\n${
-        errors.join("\n")
-      }`,
-    });
-  }
-}
-
-const escapePointer = (s: string) => s.replaceAll("~", "~0").replaceAll("/", "~1");
-
-/** The operations and statuses whose answers were checked, for the coverage test at the end. */
-const checked = new Map<string, Set<number>>();
-
-/**
- * Checks one REST answer against the description: the operation from the route template and
- * method octokit used, the response schema from the status (the operation's own, else
- * `basic-error` for an error status it does not document).
- */
-function conform(method: string, route: string, status: number, body: unknown): void {
-  const operation = spec.paths[route]?.[method.toLowerCase()];
-  if (!operation) throw new Error(`No operation ${method} ${route} in GitHub's description`);
-  const id: string = operation.operationId;
-  checked.set(id, (checked.get(id) ?? new Set()).add(status));
-  let response = operation.responses[String(status)];
-  if (!response) {
-    assert.ok(status >= 400, `${id} answered ${status}, which GitHub does not document`);
-    assertSchema("/components/schemas/basic-error", body, `${id} ${status}`);
-    return;
-  }
-  if (response.$ref) {
-    const name = response.$ref.split("/").pop();
-    response = spec.components.responses[name];
-    if (!response.content) return;
-    assertSchema(
-      `/components/responses/${escapePointer(name)}/content/application~1json/schema`,
-      body,
-      `${id} ${status}`,
-    );
-    return;
-  }
-  if (!response.content) {
-    // Documented without a body: a success has none; an error has GitHub's usual error body,
-    // which the description leaves out (git/delete-ref's 422 `Reference does not exist`).
-    if (status < 400) assert.ok(body === undefined || body === "", `${id} ${status} has a body`);
-    else assertSchema("/components/schemas/basic-error", body, `${id} ${status}`);
-    return;
-  }
-  const schema = response.content["application/json"].schema;
-  const pointer = schema.$ref
-    ? schema.$ref.slice(1)
-    : `/paths/${
-      escapePointer(route)
-    }/${method.toLowerCase()}/responses/${status}/content/application~1json/schema`;
-  assertSchema(pointer, body, `${id} ${status}`);
-}
-
-/** A webhook payload against the description's `x-webhooks` schema for its event and action. */
-function conformWebhook(event: string, payload: Json): void {
-  const name = `webhook-${event.replaceAll("_", "-")}${payload.action ? `-${payload.action}` : ""}`;
-  assert.ok(spec.components.schemas[name], `GitHub describes no webhook ${name}`);
-  assertSchema(`/components/schemas/${escapePointer(name)}`, payload, `webhook ${name}`);
-}
-
-// ---- clients -------------------------------------------------------------------------------
-
-/** An octokit whose every answer (and error answer) is checked against the description. */
-function checkedOctokit(gh: GitHubStandIn, auth: Record<string, unknown> | string): Octokit {
-  // Refusals are what these tests ask for: octokit need not log each one.
-  const log = { debug() {}, info() {}, warn() {}, error() {} };
-  const octokit = typeof auth === "string"
-    ? new Octokit({ baseUrl: gh.apiUrl, auth, log })
-    : new Octokit({ baseUrl: gh.apiUrl, authStrategy: createAppAuth, auth, log });
-  octokit.hook.after("request", (response, options) => {
-    conform(options.method, options.url, response.status, response.data);
-  });
-  octokit.hook.error("request", (error, options) => {
-    const failure = error as { status?: number; response?: { data: unknown } };
-    if (failure.response && failure.status) {
-      conform(options.method, options.url, failure.status, failure.response.data);
-    }
-    throw error;
-  });
-  return octokit;
-}
-
-/** The App itself (JWT). */
-const appClient = (gh: GitHubStandIn) =>
-  checkedOctokit(gh, { appId: gh.app.id, privateKey: gh.app.privateKey });
-
-/** An installation of the App (tokens minted and refreshed by auth-app). */
-const installationClient = (gh: GitHubStandIn, installationId: number) =>
-  checkedOctokit(gh, { appId: gh.app.id, privateKey: gh.app.privateKey, installationId });
-
-/** A token narrowed to one repository, as the platform mints them for a VM. */
-async function narrowToken(
-  gh: GitHubStandIn,
-  installationId: number,
-  repo: string,
-  permissions: Record<string, "read" | "write"> = { contents: "write", pull_requests: "write" },
-): Promise<string> {
-  const { data } = await appClient(gh).apps.createInstallationAccessToken({
-    installation_id: installationId,
-    repositories: [repo],
-    permissions,
-  });
-  return data.token;
-}
-
-async function failure(
-  promise: Promise<unknown>,
-): Promise<{ status: number; data: Json; headers: Json }> {
-  try {
-    await promise;
-  } catch (error) {
-    const e = error as { status: number; response?: { data: Json; headers: Json } };
-    if (!e.response) throw error;
-    return { status: e.status, data: e.response.data, headers: e.response.headers };
-  }
-  throw new Error("expected the request to fail");
-}
-
-/** Work trees and scratch space of the running test, removed when it ends. */
-const scratchDirs = new Set<string>();
-
-async function tempDir(): Promise<string> {
-  const dir = await Deno.makeTempDir({ prefix: "github-standin-test-" });
-  scratchDirs.add(dir);
-  return dir;
-}
-
-async function withStandIn(
-  fn: (gh: GitHubStandIn) => Promise<void>,
-  options: GitHubStandInOptions = {},
-): Promise<void> {
-  try {
-    await using gh = await startGitHubStandIn(options);
-    await fn(gh);
-  } finally {
-    await removeScratch();
-  }
-}
-
-async function removeScratch(): Promise<void> {
-  for (const dir of scratchDirs) await Deno.remove(dir, { recursive: true });
-  scratchDirs.clear();
-}
-
-/** A repository of demo-owner with the App installed on it; answers the installation id. */
-async function installedRepo(gh: GitHubStandIn, name: string, seed?: Record<string, string>) {
-  await gh.createRepository(DEMO_OWNER, name, seed ? { seed } : {});
-  return gh.install(DEMO_OWNER, [name]);
-}
-
-// ---- git -----------------------------------------------------------------------------------
-
-/** git with nothing of this machine's configuration, a home of its own and no prompts. */
-async function git(
-  cwd: string,
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<{ ok: boolean; out: string; err: string }> {
-  const output = await new Deno.Command("git", {
-    args,
-    cwd,
-    env: {
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_TERMINAL_PROMPT: "0",
-      HOME: cwd,
-      GIT_AUTHOR_NAME: "Builder",
-      GIT_AUTHOR_EMAIL: "builder@agents.invalid",
-      GIT_COMMITTER_NAME: "Builder",
-      GIT_COMMITTER_EMAIL: "builder@agents.invalid",
-      ...env,
-    },
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(60_000),
-  }).output();
-  const decode = (b: Uint8Array) => new TextDecoder().decode(b).trim();
-  return { ok: output.success, out: decode(output.stdout), err: decode(output.stderr) };
-}
-
-async function gitOk(cwd: string, args: string[], env: Record<string, string> = {}) {
-  const result = await git(cwd, args, env);
-  if (!result.ok) throw new Error(`git ${args.join(" ")}: ${result.err}`);
-  return result.out;
-}
-
-/** The credential helper a VM uses: the token comes from the environment, never the URL. */
-const HELPER = [
-  "-c",
-  "credential.helper=",
-  "-c",
-  'credential.helper=!f() { echo username=x-access-token; echo "password=$GH_TOKEN"; }; f',
-];
-
-/** A clone with the token through the helper; answers the work tree. */
-async function cloneWith(gh: GitHubStandIn, repo: string, token: string): Promise<string> {
-  const dir = await tempDir();
-  await gitOk(dir, [...HELPER, "clone", "-q", `${gh.webUrl}/${DEMO_OWNER}/${repo}.git`, "work"], {
-    GH_TOKEN: token,
-  });
-  return `${dir}/work`;
-}
-
-/** Commits `files` on a new or existing branch of the clone and pushes it; answers the commit. */
-async function commitAndPush(
-  work: string,
-  token: string,
-  branch: string,
-  files: Record<string, string>,
-  message = `Change ${Object.keys(files).join(", ")}`,
-): Promise<string> {
-  const switched = await git(work, ["checkout", "-q", branch]);
-  if (!switched.ok) await gitOk(work, ["checkout", "-q", "-b", branch]);
-  for (const [path, content] of Object.entries(files)) {
-    await Deno.mkdir(`${work}/${path}`.replace(/\/[^/]+$/, ""), { recursive: true });
-    await Deno.writeTextFile(`${work}/${path}`, content);
-  }
-  await gitOk(work, ["add", "-A"]);
-  await gitOk(work, ["commit", "-q", "-m", message]);
-  await gitOk(work, [...HELPER, "push", "-q", "origin", branch], { GH_TOKEN: token });
-  return await gitOk(work, ["rev-parse", "HEAD"]);
-}
-
-// ---- a webhook receiver ----------------------------------------------------------------------
-
-interface Received {
-  headers: Headers;
-  body: string;
-  payload: Json;
-}
-
-/**
- * A webhook receiver on 127.0.0.1, set as the stand-in's webhook URL: it keeps what arrives,
- * answers what the test says, and checks every delivery as it comes (the signature with
- * `@octokit/webhooks-methods` against the stand-in's secret, the payload against the
- * description); disposing of it fails the test if any delivery did not pass.
- */
-function startReceiver(gh: GitHubStandIn) {
-  const received: Received[] = [];
-  const answers: number[] = [];
-  const problems: string[] = [];
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    const body = await req.text();
-    const event = req.headers.get("x-github-event") ?? "";
-    const payload = JSON.parse(body);
-    received.push({ headers: req.headers, body, payload });
-    if (!await verify(gh.webhookSecret, body, req.headers.get("x-hub-signature-256") ?? "")) {
-      problems.push(`${event}: the signature does not verify`);
-    }
-    try {
-      conformWebhook(event, payload);
-    } catch (error) {
-      problems.push(String(error));
-    }
-    return new Response(null, { status: answers.shift() ?? 204 });
-  });
-  gh.webhookUrl = `http://127.0.0.1:${server.addr.port}/github`;
-  return {
-    received,
-    /** The statuses to answer the next deliveries with (then 204). */
-    answers,
-    of: (event: string, action?: string) =>
-      received.filter((r) =>
-        r.headers.get("x-github-event") === event &&
-        (action === undefined || r.payload.action === action)
-      ),
-    [Symbol.asyncDispose]: async () => {
-      await server.shutdown();
-      assert.deepEqual(problems, [], "every delivery verifies and matches the description");
-    },
-  };
-}
+import {
+  appClient,
+  assertSchema,
+  checked,
+  checkedOctokit,
+  failure,
+  installationClient,
+  type Json,
+  narrowToken,
+  openapiPackage,
+  spec,
+} from "../helpers/github_openapi.ts";
+import {
+  cloneWith,
+  commitAndPush,
+  formOf,
+  git,
+  gitOk,
+  HELPER,
+  installedRepo,
+  post,
+  removeScratch,
+  startReceiver,
+  tempDir,
+  withStandIn,
+} from "../helpers/github_standin.ts";
 
 // ---- the App -------------------------------------------------------------------------------
 
@@ -1009,7 +688,7 @@ Deno.test("webhooks are signed, recorded with their answer, never retried and re
     });
     await gh.label(DEMO_OWNER, "work", number, { user: DEMO_OWNER, label: "urgent" });
     gh.comment(DEMO_OWNER, "work", number, { user: DEMO_PERSON, body: "/agents @builder please" });
-    gh.comment(DEMO_OWNER, "work", number, { user: DEMO_READER, body: "me too" });
+    gh.comment(DEMO_OWNER, "work", number, { user: DEMO_OUTSIDER, body: "me too" });
     // Not installed there: GitHub tells the App nothing.
     await gh.createIssue(DEMO_OWNER, "quiet", { user: DEMO_PERSON, title: "Unseen" });
     await gh.deliveriesSettled();
@@ -1055,11 +734,11 @@ Deno.test("webhooks are signed, recorded with their answer, never retried and re
       "agents",
       "urgent",
     ]);
-    const [person, reader] = receiver.of("issue_comment", "created").map((r) => r.payload);
+    const [person, outsider] = receiver.of("issue_comment", "created").map((r) => r.payload);
     assert.equal(person.comment.body, "/agents @builder please");
     assert.equal(person.comment.author_association, "COLLABORATOR");
     assert.equal(person.comment.user.login, DEMO_PERSON);
-    assert.equal(reader.comment.author_association, "NONE");
+    assert.equal(outsider.comment.author_association, "NONE");
     assert.equal(person.installation.id, installationId);
     assert.equal(person.repository.full_name, `${DEMO_OWNER}/work`);
 
@@ -1352,34 +1031,7 @@ Deno.test("scripted faults answer the next matching requests, then the real answ
 // ---- the page ------------------------------------------------------------------------------
 
 /** The page's form with this action: where it posts and the fields it sends. */
-function formOf(html: string, action: string) {
-  const document = new DOMParser().parseFromString(html, "text/html");
-  const form = [...document.querySelectorAll("form")].find((f: Json) =>
-    f.getAttribute("action")?.endsWith(action)
-  ) as Json;
-  assert.ok(form, `a form posting to …${action}`);
-  const fields: Record<string, string> = {};
-  for (const input of form.querySelectorAll("input, textarea")) {
-    const type = input.getAttribute("type");
-    if ((type === "radio" || type === "checkbox") && !input.hasAttribute("checked")) continue;
-    fields[input.getAttribute("name")] = input.getAttribute("value") ?? input.textContent ?? "";
-  }
-  return {
-    action: form.getAttribute("action") as string,
-    method: form.getAttribute("method"),
-    fields,
-  };
-}
-
-async function post(gh: GitHubStandIn, action: string, fields: Record<string, string | string[]>) {
-  const body = new URLSearchParams();
-  for (const [k, v] of Object.entries(fields)) {
-    for (const value of [v].flat()) body.append(k, value);
-  }
-  return await fetch(`${gh.webUrl}${action}`, { method: "POST", body, redirect: "manual" });
-}
-
-Deno.test("the page shows a pull request and its forms comment, review and merge as demo-person", () =>
+Deno.test("the page shows a pull request and its forms comment, review and merge as demo-owner by default", () =>
   withStandIn(async (gh) => {
     await using receiver = startReceiver(gh);
     const installationId = await installedRepo(gh, "web", { "app.txt": "line one\n" });
@@ -1432,7 +1084,7 @@ Deno.test("the page shows a pull request and its forms comment, review and merge
         /\+line &#60;two&#62;/,
         /unit<\/td><td>success<\/td>\s*<td>All green<\/td><td>12 passed/,
         /Done: added the line\./,
-        /Acting as <strong>demo-person<\/strong>/,
+        /Acting as <strong>demo-owner<\/strong>/,
         /<span class="state open">open<\/span>/,
       ]
     ) assert.match(html, shown);
@@ -1447,7 +1099,7 @@ Deno.test("the page shows a pull request and its forms comment, review and merge
     assert.equal(commented.headers.get("location"), `/${DEMO_OWNER}/web/pull/1`);
     assert.deepEqual(gh.comments(DEMO_OWNER, "web", 1).at(-1), {
       id: gh.comments(DEMO_OWNER, "web", 1).at(-1)!.id,
-      user: DEMO_PERSON,
+      user: DEMO_OWNER,
       body: "Please also add a test",
     });
 
@@ -1469,7 +1121,7 @@ Deno.test("the page shows a pull request and its forms comment, review and merge
     assert.equal(requested.status, 303);
     await requested.body?.cancel();
     html = await page();
-    assert.match(html, /demo-person<\/strong> requested changes/);
+    assert.match(html, /demo-owner<\/strong> requested changes/);
 
     const merge = formOf(html, "/merge");
     const merged = await post(gh, merge.action, merge.fields);
@@ -1485,7 +1137,7 @@ Deno.test("the page shows a pull request and its forms comment, review and merge
     await gh.deliveriesSettled();
     assert.equal(
       receiver.of("issue_comment", "created").at(-1)!.payload.comment.user.login,
-      DEMO_PERSON,
+      DEMO_OWNER,
     );
     const submitted = receiver.of("pull_request_review", "submitted")[0]!.payload;
     assert.equal(submitted.review.state, "changes_requested");
