@@ -20,7 +20,13 @@ import { createGitHubOAuth } from "../supabase/functions/github-oauth/handler.ts
 import { createGitHubWebhooks } from "../supabase/functions/github-webhooks/handler.ts";
 import { redactSmtpUrl } from "../supabase/functions/_shared/notifications/smtp.ts";
 import { type MailCatcher, mailCatcherPorts, startMailCatcher } from "./mail_catcher.ts";
-import { gitHubPort, type LocalGitHub, startLocalGitHub } from "./github/demo.ts";
+import {
+  connectPerson,
+  gitHubPort,
+  type LocalGitHub,
+  startLocalGitHub,
+} from "./github/demo.ts";
+import { DEMO_OWNER } from "./github/people.ts";
 import { createVmReporter } from "../supabase/functions/vm-reporter/handler.ts";
 import { readApiSettings } from "./data_api/api_settings.ts";
 import { createGateway, type DataApiRoute } from "./gateway/gateway.ts";
@@ -37,7 +43,7 @@ import { migrate } from "./database/migrations.ts";
 import { type DataApi, startDataApi } from "./data_api/postgrest.ts";
 import { startReconcileLoop } from "./reconcile_loop.ts";
 import { type RealtimeServer, startRealtime } from "./realtime/server.ts";
-import { seed } from "./database/seed.ts";
+import { DEMO_USER_ID, seed } from "./database/seed.ts";
 import { resolve } from "node:path";
 
 /** Where each part of a running stack answers, for `start` to print. */
@@ -104,6 +110,17 @@ export async function startStack(
   if (github) {
     await services.sql`delete from private.github_installation_tokens`;
     await services.sql`delete from private.github_installations`;
+    // Its user tokens too: the seeded demo user starts connected as demo-owner (contract §18).
+    const [{ seeded }] = await services.sql<[{ seeded: boolean }]>`
+      select exists (select 1 from auth.users where id = ${DEMO_USER_ID}) as seeded`;
+    if (seeded) {
+      await connectPerson(
+        { config, sql: services.sql, log: services.log },
+        github.standIn,
+        DEMO_USER_ID,
+        DEMO_OWNER,
+      );
+    }
   }
   // LOCAL_VM_ROOT may be relative (its default is): every path the VMs hand to a child process
   // (a session's settings, HOME, a clone's remote) must be absolute, whatever its working directory.

@@ -7,6 +7,10 @@
  * to reach it (GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET among them). On github.com the
  * operator registers the App (docs/github.md); nothing here is deployed.
  */
+import {
+  type AccountDeps,
+  keepAccount,
+} from "../../supabase/functions/_shared/github/user_accounts.ts";
 import { SAMPLE_FILES } from "../fleet/sample_repository.ts";
 import { DEMO_OWNER } from "./people.ts";
 import { type GitHubStandIn, startGitHubStandIn } from "./server.ts";
@@ -59,4 +63,25 @@ export async function startLocalGitHub(root: string, port: number): Promise<Loca
 /** The stand-in's port for the stack's: the Supabase CLI's layout goes on, or a free one for 0. */
 export function gitHubPort(stackPort: number): number {
   return stackPort === 0 ? 0 : stackPort + 8;
+}
+
+/**
+ * Connects the platform's user `userId` to the stand-in's person `login`, as if they had pressed
+ * Connect GitHub and authorized the App as that person (contract §18, "Locally": the seeded demo
+ * user starts connected as demo-owner).
+ */
+export async function connectPerson(
+  deps: AccountDeps,
+  standIn: GitHubStandIn,
+  userId: string,
+  login: string,
+): Promise<void> {
+  const pair = standIn.connectUser(login);
+  const at = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString();
+  await keepAccount(deps, userId, {
+    token: pair.access_token,
+    expiresAt: at(pair.expires_in),
+    refreshToken: pair.refresh_token,
+    refreshTokenExpiresAt: at(pair.refresh_token_expires_in),
+  });
 }

@@ -1,10 +1,15 @@
 /**
  * The platform in process beside the GitHub stand-in (local/github/server.ts): the App's settings
- * point at the stand-in, its webhooks reach github-webhooks through a socket, and `pushBranch`
+ * point at the stand-in, its webhooks reach github-webhooks through a socket, `connectGitHub`
+ * connects a platform user to one of the stand-in's people (as Connect GitHub does), `startTask`
+ * tells the platform of a task's session (as the runner does before it pushes), and `pushBranch`
  * puts a branch with one commit on a stand-in repository (as the VM's push would).
  */
+import { taskBranch } from "../../agent/team/delivery.ts";
+import { connectPerson } from "../../local/github/demo.ts";
 import { DEMO_OWNER, type GitHubStandIn, startGitHubStandIn } from "../../local/github/server.ts";
 import { inProcess, type InProcessStack } from "./in_process.ts";
+import type { Reporter } from "./vm_reporter.ts";
 
 export const REPO = "app";
 
@@ -19,6 +24,8 @@ export async function withGitHubPlatform(
     GITHUB_APP_ID: String(gh.app.id),
     GITHUB_APP_PRIVATE_KEY: gh.app.privateKey,
     GITHUB_APP_SLUG: gh.app.slug,
+    GITHUB_CLIENT_ID: gh.app.clientId,
+    GITHUB_CLIENT_SECRET: gh.app.clientSecret,
     GITHUB_WEBHOOK_SECRET: gh.webhookSecret,
     GITHUB_API_URL: gh.apiUrl,
     GITHUB_WEB_URL: gh.webUrl,
@@ -36,6 +43,33 @@ export async function withGitHubPlatform(
   } finally {
     await relay.shutdown();
   }
+}
+
+/** `userId` connected to the stand-in's person `login` (default the repository's owner). */
+export async function connectGitHub(
+  gh: GitHubStandIn,
+  stack: InProcessStack,
+  userId: string,
+  login = DEMO_OWNER,
+): Promise<void> {
+  const { config, sql, log } = stack.services;
+  await connectPerson({ config, sql, log }, gh, userId, login);
+}
+
+/**
+ * A task of `agent` the platform knows (its session reported started, as the runner reports it),
+ * and the branch the runner makes for it (contract §16, §18).
+ */
+export async function startTask(
+  vm: Reporter,
+  agent: string,
+  text: string,
+  taskId = crypto.randomUUID(),
+): Promise<{ taskId: string; branch: string }> {
+  await vm.ok("/audit", {
+    events: [{ agent, action: "session_started", details: { task_id: taskId, kind: "work" } }],
+  });
+  return { taskId, branch: taskBranch("agents/", agent, { id: taskId, text }) };
 }
 
 async function git(args: string[], cwd?: string): Promise<string> {

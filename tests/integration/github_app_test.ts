@@ -17,7 +17,7 @@ import {
   TOKEN_PERMISSIONS,
 } from "../../supabase/functions/_shared/github/tokens.ts";
 import { inProcess, type InProcessStack } from "../helpers/in_process.ts";
-import { REPO, withGitHubPlatform } from "../helpers/github_platform.ts";
+import { connectGitHub, REPO, withGitHubPlatform } from "../helpers/github_platform.ts";
 import { ok, vmApi } from "../helpers/vm_api.ts";
 import { reporter, setupProject } from "../helpers/vm_reporter.ts";
 
@@ -95,7 +95,9 @@ Deno.test("the manifest carries an installation token that clones over git HTTP"
   withGitHubPlatform(async (gh, stack) => {
     const api = vmApi(stack);
     const { projectId, token, userId } = await setupProject(stack.db.sql);
+    await connectGitHub(gh, stack, userId);
     const url = `${gh.webUrl}/${DEMO_OWNER}/${REPO}.git`;
+    // Not installed: a user token does not see the repository, so it is saved unverified.
     ok(await api.act(userId, "update", projectId, { repository_url: url }));
     const vm = reporter(stack, projectId, token);
 
@@ -105,6 +107,11 @@ Deno.test("the manifest carries an installation token that clones over git HTTP"
       repo: REPO,
       installed: false,
       install_url: gh.app.installUrl,
+      verified: false,
+      verified_by: null,
+      verified_at: null,
+      unverified_reason: `The GitHub App is not installed on ${DEMO_OWNER}/${REPO}: install it, ` +
+        "then an owner or admin saves the repository again with their GitHub account connected.",
     });
     const before: Manifest = await vm.ok("/manifest", {});
     assert.equal(before.repository?.credentials, undefined, "not installed: no credentials");
@@ -113,6 +120,15 @@ Deno.test("the manifest carries an installation token that clones over git HTTP"
     await gh.deliveriesSettled();
     await stack.services.background.settled();
     assert.equal((await github())?.installed, true, "the installation webhook recorded it");
+    const unproved: Manifest = await vm.ok("/manifest", {});
+    assert.equal(unproved.repository?.credentials, undefined, "installed, unverified: no token");
+
+    // Saved again once installed: the owner's push access is proved and recorded.
+    ok(await api.act(userId, "update", projectId, { repository_url: url }));
+    const proved = await github();
+    assert.equal(proved?.verified, true);
+    assert.equal(proved?.verified_by, DEMO_OWNER);
+    assert.equal(proved?.unverified_reason, null);
 
     const manifest: Manifest = await vm.ok("/manifest", {});
     const credentials = manifest.repository?.credentials;

@@ -14,7 +14,13 @@ import {
   DEMO_READER,
   type GitHubStandIn,
 } from "../../local/github/server.ts";
-import { pushBranch, REPO, withGitHubPlatform } from "../helpers/github_platform.ts";
+import {
+  connectGitHub,
+  pushBranch,
+  REPO,
+  startTask,
+  withGitHubPlatform,
+} from "../helpers/github_platform.ts";
 import type { InProcessStack } from "../helpers/in_process.ts";
 import { eventually, ok, vmApi } from "../helpers/vm_api.ts";
 import { reporter, setupProject } from "../helpers/vm_reporter.ts";
@@ -38,6 +44,7 @@ async function githubProject(
   gh.install(DEMO_OWNER, [REPO]);
   await gh.deliveriesSettled();
   const { projectId, token, userId } = await setupProject(sql);
+  await connectGitHub(gh, stack, userId);
   ok(
     await vmApi(stack).act(userId, "update", projectId, {
       repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
@@ -58,8 +65,10 @@ async function githubProject(
     projectId,
     async open(branch, files) {
       await pushBranch(gh, branch, REPO, files);
+      // A task whose id the branch ends in, its session reported started (contract §18).
+      const { taskId } = await startTask(vm, "builder", branch, `${branch.slice(-6)}-task`);
       const answer = await vm.ok("/pull-requests", {
-        task_id: `task-${branch.slice(-6)}`,
+        task_id: taskId,
         agent: "builder",
         branch,
         title: `Work on ${branch}`,

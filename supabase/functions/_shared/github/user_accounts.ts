@@ -74,17 +74,29 @@ export async function connectAccount(
     }
     throw error;
   }
-  const { data: user } = await tokenOctokit(config.github, authentication.token, log)
-    .request("GET /user");
-  await store(deps, userId, {
+  return await keepAccount(deps, userId, {
     token: authentication.token,
     expiresAt: "expiresAt" in authentication ? authentication.expiresAt : undefined,
     refreshToken: "refreshToken" in authentication ? authentication.refreshToken : undefined,
     refreshTokenExpiresAt: "refreshTokenExpiresAt" in authentication
       ? authentication.refreshTokenExpiresAt
       : undefined,
-  }, { login: user.login, id: Number(user.id) });
-  log.info("GitHub account connected", { login: user.login });
+  });
+}
+
+/**
+ * Reads the account of a user token GitHub just gave (`GET /user`) and keeps both tokens sealed
+ * for `userId` (the local stack seeds its demo user this way).
+ */
+export async function keepAccount(
+  deps: AccountDeps,
+  userId: string,
+  tokens: Tokens,
+): Promise<{ login: string }> {
+  const { data: user } = await tokenOctokit(deps.config.github, tokens.token, deps.log)
+    .request("GET /user");
+  await store(deps, userId, tokens, { login: user.login, id: Number(user.id) });
+  deps.log.info("GitHub account connected", { login: user.login });
   return { login: user.login };
 }
 
@@ -152,15 +164,18 @@ function accountRequired(message: string): ApiError {
   return new ApiError("github_account_required", message);
 }
 
+/** A user token and its refresh token as GitHub gives them (ISO 8601 expiries). */
+export interface Tokens {
+  token: string;
+  expiresAt?: string | undefined;
+  refreshToken?: string | undefined;
+  refreshTokenExpiresAt?: string | undefined;
+}
+
 async function store(
   deps: AccountDeps,
   userId: string,
-  tokens: {
-    token: string;
-    expiresAt?: string | undefined;
-    refreshToken?: string | undefined;
-    refreshTokenExpiresAt?: string | undefined;
-  },
+  tokens: Tokens,
   account: { login: string; id: number },
 ): Promise<void> {
   const key = projectSecretsKey(deps.config, deps.log);
