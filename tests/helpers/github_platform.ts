@@ -64,7 +64,7 @@ export async function startTask(
   vm: Reporter,
   agent: string,
   text: string,
-  taskId = crypto.randomUUID(),
+  taskId: string = crypto.randomUUID(),
 ): Promise<{ taskId: string; branch: string }> {
   await vm.ok("/audit", {
     events: [{ agent, action: "session_started", details: { task_id: taskId, kind: "work" } }],

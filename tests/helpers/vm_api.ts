@@ -2,6 +2,7 @@
  * Calls vm-api on a test server (or in process) the way the dashboard does, reads the answer, and
  * reads back what an action left in the database (status, activity, compute operations).
  */
+import type { ProjectGitHub } from "../../supabase/functions/_shared/github/project.ts";
 import {
   type ErrorCode,
   isErrorCode,
@@ -87,13 +88,8 @@ export interface Activity {
   created_at: string;
 }
 
-/** status's `project.github` (contract §16). */
-export interface ProjectGitHub {
-  owner: string;
-  repo: string;
-  installed: boolean;
-  install_url: string;
-}
+/** status's `project.github` (contract §16, §18). */
+export type { ProjectGitHub };
 
 /** The `data` of status. */
 export interface StatusData {
