@@ -54,16 +54,16 @@ comment on table private.github_installation_repositories is
 create table private.github_installation_tokens (
   -- `owner/repo`, lower case: a token is narrowed to this one repository.
   repository text not null,
-  -- What the token may do (contract §18): `vm`, git only (contents, metadata), for the VM's
-  -- manifest; `platform`, pull requests, issues and checks too, never leaving the functions.
-  purpose text not null default 'platform'
-    constraint github_installation_tokens_purpose_check check (purpose in ('vm', 'platform')),
   installation_id bigint not null references private.github_installations (id) on delete cascade,
   -- The 12-byte IV, the ciphertext and the 16-byte GCM tag (_shared/sealing.ts).
   token_sealed bytea not null constraint github_installation_tokens_token_sealed_check
     check (octet_length(token_sealed) between 29 and 4124),
   expires_at timestamptz not null,
   created_at timestamptz not null default now(),
+  -- What the token may do (contract §18): `vm`, git only (contents, metadata), for the VM's
+  -- manifest; `platform`, pull requests, issues and checks too, never leaving the functions.
+  purpose text not null default 'platform'
+    constraint github_installation_tokens_purpose_check check (purpose in ('vm', 'platform')),
   primary key (repository, purpose)
 );
 
@@ -109,9 +109,7 @@ create table private.github_webhook_deliveries (
   installation_id bigint,
   -- null: the body was not JSON.
   payload jsonb,
-  -- The SHA-256 of the exact body (hex): a body recorded before under another delivery id is
-  -- not acted on twice (contract §18). null for deliveries recorded before it was kept.
-  body_sha256 text constraint github_webhook_deliveries_body_sha256_key unique,
+
   received_at timestamptz not null default now(),
   -- Set once acted on (or found to need nothing, or given up).
   processed_at timestamptz,
@@ -120,7 +118,10 @@ create table private.github_webhook_deliveries (
   -- names its repository; invalid: the payload is of the wrong shape; failed: out of attempts.
   outcome text constraint github_webhook_deliveries_outcome_check
     check (outcome in ('applied', 'ignored', 'unknown_repository', 'invalid', 'failed')),
-  last_error text
+  last_error text,
+  -- The SHA-256 of the exact body (hex): a body recorded before under another delivery id is
+  -- not acted on twice (contract §18). null for deliveries recorded before it was kept.
+  body_sha256 text constraint github_webhook_deliveries_body_sha256_key unique
 );
 
 create index github_webhook_deliveries_unprocessed_idx

@@ -63,6 +63,7 @@ create table private.github_oauth_states (
 );
 
 create index github_oauth_states_expires_at_idx on private.github_oauth_states (expires_at);
+create index github_oauth_states_user_id_idx on private.github_oauth_states (user_id);
 
 -- -------------------------------------------------------------------------------------
 -- Who proved a project's repository
@@ -77,6 +78,9 @@ create table private.project_github_verifications (
   user_id uuid references auth.users (id) on delete set null,
   verified_at timestamptz not null default now()
 );
+
+create index project_github_verifications_user_id_idx
+  on private.project_github_verifications (user_id) where user_id is not null;
 
 comment on table private.project_github_verifications is
   'Who proved push access to a project''s GitHub repository, and when (contract §18): without it the project gets no token, no issue and no pull request.';
@@ -408,7 +412,10 @@ as $$
 declare
   v_role text;
 begin
-  if p_user is null or private.github_bot(p_user) then
+  if p_user is null then
+    return 'none';
+  end if;
+  if private.github_bot(p_user) then
     return 'bot';
   end if;
   select g.role_name into v_role from private.github_permissions g

@@ -15,7 +15,7 @@ select ok(not has_table_privilege('authenticated', 'private.github_installations
   'authenticated cannot read installations');
 select ok(not has_table_privilege('anon', 'private.github_installation_repositories', 'select'),
   'anon cannot read installed repositories');
-select ok(not has_function_privilege('authenticated', 'private.cached_github_token(text, integer)', 'execute'),
+select ok(not has_function_privilege('authenticated', 'private.cached_github_token(text, integer, text)', 'execute'),
   'authenticated cannot open the token cache');
 select ok(not has_function_privilege('authenticated',
   'private.take_github_write(bigint, integer, integer, integer, timestamptz)', 'execute'),
