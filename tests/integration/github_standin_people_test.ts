@@ -145,6 +145,19 @@ Deno.test("the token endpoint refuses as GitHub does, and answers a form when JS
       "bad_verification_code",
     );
 
+    // A code lives ten minutes: one exchanged eleven minutes on (the clock moved, not waited).
+    const late = (await authorizeAs(gh, DEMO_WRITER, "late")).searchParams.get("code")!;
+    const realNow = Date.now;
+    Date.now = () => realNow() + 11 * 60 * 1000;
+    try {
+      assert.equal(
+        (await exchange(gh, { ...client(gh), code: late })).error,
+        "bad_verification_code",
+      );
+    } finally {
+      Date.now = realNow;
+    }
+
     const fresh = (await authorizeAs(gh, DEMO_WRITER, "s2")).searchParams.get("code")!;
     const form = await fetch(`${gh.webUrl}/login/oauth/access_token`, {
       method: "POST",
