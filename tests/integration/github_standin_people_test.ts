@@ -6,6 +6,7 @@
  * every webhook against its `x-webhooks` schemas (tests/helpers/github_openapi.ts).
  */
 import assert from "node:assert/strict";
+import { startLocalGitHub } from "../../local/github/demo.ts";
 import {
   DEMO_MAINTAINER,
   DEMO_OUTSIDER,
@@ -80,6 +81,23 @@ Deno.test("the OAuth client derives from the App's key: the same key, the same c
   );
   assert.notEqual(other.app.clientId, first.app.clientId);
   assert.notEqual(other.app.clientSecret, first.app.clientSecret);
+});
+
+Deno.test("the stack's stand-in hands the functions its OAuth client, the same after a restart", async () => {
+  const root = await Deno.makeTempDir({ prefix: "github-standin-people-" });
+  try {
+    const first = await startLocalGitHub(root, 0);
+    const settings = first.settings;
+    await first.close();
+    assert.match(settings.GITHUB_CLIENT_ID!, /^Iv23li[0-9a-f]{14}$/);
+    assert.match(settings.GITHUB_CLIENT_SECRET!, /^[0-9a-f]{40}$/);
+    const again = await startLocalGitHub(root, 0);
+    await again.close();
+    assert.equal(again.settings.GITHUB_CLIENT_ID, settings.GITHUB_CLIENT_ID);
+    assert.equal(again.settings.GITHUB_CLIENT_SECRET, settings.GITHUB_CLIENT_SECRET);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });
 
 Deno.test("authorize as a chosen person, exchange the code once, and read GET /user", () =>
