@@ -335,6 +335,19 @@ Deno.test("GET /repos answers a user token the person's permissions, and 404 whe
     const now = await outsider.repos.get({ owner: DEMO_OWNER, repo: "demo" });
     assert.equal(now.data.permissions?.push, true);
 
+    // Another owner's repository has none of the demo people: installed, it is still 404 to them,
+    // and its own owner (a person made on first use) is its admin.
+    await gh.createRepository("other-org", "theirs");
+    gh.install("other-org", ["theirs"]);
+    const writer = checkedOctokit(gh, gh.connectUser(DEMO_WRITER).access_token);
+    assert.equal(
+      (await failure(writer.repos.get({ owner: "other-org", repo: "theirs" }))).status,
+      404,
+    );
+    const theirs = checkedOctokit(gh, gh.connectUser("other-org").access_token);
+    const own = await theirs.repos.get({ owner: "other-org", repo: "theirs" });
+    assert.equal(own.data.permissions?.admin, true);
+
     // With an installation token the answer is as before: the repository, no person's permissions.
     const installation = installationClient(gh, gh.installationId(DEMO_OWNER)!);
     const asApp = await installation.repos.get({ owner: DEMO_OWNER, repo: "demo" });
