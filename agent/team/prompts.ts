@@ -64,13 +64,13 @@ export function taskPrompt(task: Task, branch: string): string {
 }
 
 /**
- * The teammates the lead's answer hands work to: lines `@<name> <task>`, outside any fence (an
- * untrusted block or a Markdown code fence quotes, it does not hand on).
+ * The teammates the lead's answer hands work to: lines `@<name> <task>`, outside any untrusted
+ * block (a block quotes someone else, it does not hand on).
  */
 export function handoffs(answer: string, roster: RosterAgent[]): { agent: string; text: string }[] {
   const names = new Set(roster.filter((a) => !a.lead).map((a) => a.name));
   const found: { agent: string; text: string }[] = [];
-  for (const { line, fenced } of fencedLines(answer, true)) {
+  for (const { line, fenced } of fencedLines(answer)) {
     if (fenced) continue;
     const match = /^\s*@([a-z][a-z0-9_-]{0,31})[:,]?\s+(\S.*)$/.exec(line);
     if (match && names.has(match[1]!)) found.push({ agent: match[1]!, text: match[2]!.trim() });

@@ -14,8 +14,6 @@
  */
 
 const OPENING = /^<<<untrusted ([0-9a-f]{8,64})(?:\s[^\n]*)?>>>$/;
-/** A Markdown code fence: its quoted lines are no handoffs either. */
-const CODE_FENCE = /^(`{3,}|~{3,})/;
 
 /** A line as the fences read it: without indentation and blockquote markers. */
 function bare(line: string): string {
@@ -23,36 +21,24 @@ function bare(line: string): string {
 }
 
 /**
- * Each line of `text`, and whether it is inside a fence: an untrusted block (its opening and
- * closing lines included) or, with `codeFences`, a Markdown code fence.
+ * Each line of `text`, and whether it is inside an untrusted block (its opening and closing lines
+ * included; a block may be quoted with `>` or indented, as an answer quotes it).
  */
-export function fencedLines(
-  text: string,
-  codeFences = false,
-): { line: string; fenced: boolean }[] {
+export function fencedLines(text: string): { line: string; fenced: boolean }[] {
   const out: { line: string; fenced: boolean }[] = [];
   let closing: string | undefined;
   for (const line of text.replace(/\r\n?/g, "\n").split("\n")) {
     const seen = bare(line);
     if (closing) {
       out.push({ line, fenced: true });
-      if (closing.startsWith("<<<") ? seen === closing : isCodeClose(seen, closing)) {
-        closing = undefined;
-      }
+      if (seen === closing) closing = undefined;
       continue;
     }
     const nonce = OPENING.exec(seen)?.[1];
-    const code = codeFences ? CODE_FENCE.exec(seen)?.[1] : undefined;
     if (nonce) closing = `<<<end untrusted ${nonce}>>>`;
-    else if (code) closing = code;
     out.push({ line, fenced: closing !== undefined });
   }
   return out;
-}
-
-/** A code fence closes with at least as many of its own characters and nothing else. */
-function isCodeClose(line: string, opening: string): boolean {
-  return line.length >= opening.length && line === opening[0]!.repeat(line.length);
 }
 
 /** The lines of `text` written by someone else: inside its untrusted blocks, fence lines left out. */

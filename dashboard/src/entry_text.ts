@@ -36,6 +36,9 @@ export function entryText(action: string, details: Details): string {
       return `session cut (${str(d.exit_status)})`;
     case "message_joined_session":
       return "took a chat message into its running session";
+    // Contract §18: a line copied from untrusted text (an issue, a comment) is never work.
+    case "handoff_refused":
+      return `did not hand "${str(d.text)}" to ${str(d.to)}: it was copied from untrusted text`;
     // Cost control (contract §12): why the platform stopped or did not start the project.
     case "vm_stop_requested":
       return d.reason === "idle"

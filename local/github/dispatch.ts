@@ -33,7 +33,8 @@ import { deleteRef, getCollaboratorPermission, getRepo } from "./repos.ts";
 import { githubError } from "./responses.ts";
 import { createReview } from "./reviews.ts";
 import type { ApiOperation, OperationId } from "./route.ts";
-import { accessOf, type Account, hasRole, type Permission, type Repo, type Role } from "./state.ts";
+import { ROLE_TO } from "./people.ts";
+import { accessOf, type Account, hasRole, type Permission, type Repo } from "./state.ts";
 import { getAuthenticatedUser } from "./users.ts";
 import type { UserToken } from "./user_tokens.ts";
 
@@ -84,14 +85,14 @@ const NEEDS: Record<RepoOperation, [string, Permission][]> = {
   "git/delete-ref": [["contents", "write"]],
 };
 
-/** The role a person needs for what their user token asks (GitHub's base roles). */
-const ROLE_NEEDED: Partial<Record<RepoOperation, Role>> = {
+/** What a person's user token may ask, as what it is (people.ts says the role each needs). */
+const PERSON_ACTS: Partial<Record<RepoOperation, keyof typeof ROLE_TO>> = {
   "repos/get": "read",
   "repos/get-collaborator-permission-level": "read",
-  "issues/create-comment": "read",
-  "pulls/create-review": "read",
-  "issues/add-labels": "triage",
-  "pulls/merge": "write",
+  "issues/create-comment": "comment",
+  "pulls/create-review": "review",
+  "issues/add-labels": "label",
+  "pulls/merge": "merge",
 };
 
 const NOT_ACCESSIBLE = "Resource not accessible by integration";
@@ -205,7 +206,8 @@ function userRefusal(
   if (!installation || access === undefined) return githubError(404, "Not Found", op.docs);
   const needs = NEEDS[op.id as RepoOperation];
   const appMay = needs.some(([name, level]) => grants(installation.permissions, name, level));
-  if (!appMay || !hasRole(access, ROLE_NEEDED[op.id as RepoOperation] ?? "admin")) {
+  const act = PERSON_ACTS[op.id as RepoOperation];
+  if (!appMay || !act || !hasRole(access, ROLE_TO[act])) {
     return githubError(403, NOT_ACCESSIBLE, op.docs);
   }
   return undefined;

@@ -1,7 +1,8 @@
 /**
  * Issues as people make them (the test API and the stack's demo): opened with a title, a body
- * and labels, and labelled later (the test API, the page, or `issues/add-labels` with a token). GitHub says `issues` `opened`, then `labeled` once per label;
- * a label put on a pull request is a `pull_request` `labeled`.
+ * and labels, and labelled later (the test API, the page, or `issues/add-labels` with a token).
+ * GitHub says `issues` `opened`, then `labeled` once per label; a label put on a pull request is
+ * a `pull_request` `labeled`, its sender who put it there.
  */
 import type { Context, RepoCall } from "./context.ts";
 import { githubError, json, validationFailed } from "./responses.ts";

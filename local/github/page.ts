@@ -24,7 +24,8 @@ import {
 import { pullFacts } from "./pulls.ts";
 import { type NewReview, submitReview } from "./reviews.ts";
 import type { PageRoute } from "./route.ts";
-import { accessOf, type Account, hasRole, type Issue, type Repo, type Role } from "./state.ts";
+import { ROLE_TO } from "./people.ts";
+import { accessOf, type Account, hasRole, type Issue, type Repo } from "./state.ts";
 
 const html = (body: string, status = 200) =>
   new Response(body, { status, headers: { "content-type": "text/html; charset=utf-8" } });
@@ -54,10 +55,10 @@ export async function servePage(
   try {
     if (page.action === "comment") {
       if (!field("body").trim()) throw new Error("A comment needs some text");
-      mayAct(actor, repo, "read", "comment");
+      mayAct(actor, repo, "comment");
       addComment(ctx, issue, actor, field("body"));
     } else if (page.action === "review") {
-      mayAct(actor, repo, "read", "review");
+      mayAct(actor, repo, "review");
       await submitReview(ctx, repo, issue.number, {
         user: actor.login,
         state: field("state") as NewReview["state"],
@@ -65,7 +66,7 @@ export async function servePage(
       });
     } else if (page.action === "label") {
       if (!field("label").trim()) throw new Error("A label needs a name");
-      mayAct(actor, repo, "triage", "label");
+      mayAct(actor, repo, "label");
       await addLabel(ctx, issue, field("label").trim(), actor);
     } else {
       await mergePull(ctx, repo, issue.number, actor);
@@ -81,7 +82,8 @@ export async function servePage(
 }
 
 /** Refuses, in words, what the person's role does not let them do here. */
-function mayAct(user: Account, repo: Repo, needed: Role, what: string): void {
+function mayAct(user: Account, repo: Repo, what: keyof typeof ROLE_TO): void {
+  const needed = ROLE_TO[what];
   if (!hasRole(accessOf(user, repo), needed)) {
     throw new Error(`${user.login} may not ${what} here: they need ${needed} on ${repo.fullName}`);
   }

@@ -50,6 +50,18 @@ export function defaultCollaborators(owner: string): Record<string, Role> {
   );
 }
 
+/**
+ * The role a person needs to act on a repository they can see, the same on the page and through
+ * the REST API with their user token (GitHub's base roles).
+ */
+export const ROLE_TO: Record<"read" | "comment" | "review" | "label" | "merge", Role> = {
+  read: "read",
+  comment: "read",
+  review: "read",
+  label: "triage",
+  merge: "write",
+};
+
 /** `permissions` of a repository for a person with this role (none: not even pull). */
 export function repoPermissions(role: Role | undefined) {
   return {

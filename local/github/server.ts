@@ -214,8 +214,9 @@ export interface GitHubStandIn extends AsyncDisposable {
   /** Gives `login` a role on the repository, or (null) takes it away. */
   setCollaborator(owner: string, repo: string, login: string, role: Role | null): void;
   /**
-   * A user token pair for `login`, as if the person had authorized the App on the authorize page
-   * and the code had been exchanged (what `POST /login/oauth/access_token` answers).
+   * A user token pair for `login` (made a person when new), as if they had authorized the App on
+   * the authorize page and the code had been exchanged (what `POST /login/oauth/access_token`
+   * answers).
    */
   connectUser(login: string): TokenPair;
   /** Every token of `login` stops working (they revoked the App); answers how many. */
@@ -395,9 +396,11 @@ export async function startGitHubStandIn(
   };
   const gitHttp = createGitHttp(ctx, root, faults);
   const repoOf = (ownerLogin: string, name: string) => state.requireRepo(ownerLogin, name);
+  // A person by login, made when new (someone of another organization, say), as the rest of the
+  // test API does; an App's bot is no person.
   const requirePerson = (login: string) => {
-    const user = state.accounts.get(login.toLowerCase());
-    if (user?.type !== "User") throw new Error(`GitHub stand-in: no person ${login}`);
+    const user = state.account(login);
+    if (user.type !== "User") throw new Error(`GitHub stand-in: ${login} is not a person`);
     return user;
   };
 

@@ -7,6 +7,71 @@
 -- =====================================================================================
 
 /**
+ * `p_text` with the alt text of every Markdown image removed: `![alt](url)` and `![alt][ref]`
+ * become `![](url)` and `![][ref]`, brackets nested in the alt and `\]` escapes included. One pass
+ * over the characters with a stack of open brackets (a regular expression cannot balance them),
+ * so a deeply nested text costs no more than a flat one.
+ */
+create or replace function private.without_image_alt(p_text text) returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  v_chars text[];
+  v_length integer;
+  v_opens integer[] := '{}';
+  v_images boolean[] := '{}';
+  v_depth integer := 0;
+  v_open_images integer := 0;
+  v_bang boolean := false;
+  v_at integer := 1;
+  v_from integer;
+begin
+  if p_text is null or strpos(p_text, '![') = 0 then
+    return p_text;
+  end if;
+  v_chars := string_to_array(p_text, null);
+  v_length := cardinality(v_chars);
+  while v_at <= v_length loop
+    case v_chars[v_at]
+      when '\' then
+        v_at := v_at + 1;
+        v_bang := false;
+      when '[' then
+        v_depth := v_depth + 1;
+        v_opens[v_depth] := v_at;
+        v_images[v_depth] := v_bang;
+        if v_bang then
+          v_open_images := v_open_images + 1;
+        end if;
+        v_bang := false;
+      when ']' then
+        if v_depth > 0 then
+          if v_images[v_depth] then
+            v_open_images := v_open_images - 1;
+            -- The outermost image closes: everything between its brackets goes.
+            if v_open_images = 0 then
+              for v_from in v_opens[v_depth] + 1 .. v_at - 1 loop
+                v_chars[v_from] := '';
+              end loop;
+            end if;
+          end if;
+          v_depth := v_depth - 1;
+        end if;
+        v_bang := false;
+      else
+        v_bang := v_chars[v_at] = '!';
+    end case;
+    v_at := v_at + 1;
+  end loop;
+  return array_to_string(v_chars, '');
+end;
+$$;
+
+grant execute on function private.without_image_alt(text) to service_role;
+
+/**
  * `p_text` without what GitHub does not show a reader, so a session never reads instructions the
  * person who made the text work could not see:
  * - HTML comments: `<!-- … -->`, the empty `<!-->` and `<!--->`; an unclosed `<!--` hides the
@@ -45,20 +110,14 @@ begin
   v_text := regexp_replace(v_text, '<!---?>', '', 'g');
   v_text := regexp_replace(v_text, '<!--.*?-->', '', 'g');
   v_text := regexp_replace(v_text, '<!--.*$', '');
-  -- Markdown image alt text: brackets nested in it first (innermost out), then the alt itself.
+  v_text := private.without_image_alt(v_text);
+  -- HTML image alt text: the first `alt` of every tag a pass (quoted values may hold `>`); an
+  -- unquoted value runs to a space or the tag's end.
   loop
     v_before := v_text;
     v_text := regexp_replace(v_text,
-      '(!\[(?:\\.|[^\\\]])*?)\[(?:\\.|[^\\\[\]])*\]', '\1', 'g');
-    exit when v_text = v_before;
-  end loop;
-  v_text := regexp_replace(v_text, '!\[(?:\\.|[^\\\[\]])*\]', '![]', 'g');
-  -- HTML image alt text: one attribute a pass (quoted values may hold `>`).
-  loop
-    v_before := v_text;
-    v_text := regexp_replace(v_text,
-      '(<img\y(?:[^>"'']|"[^"]*"|''[^'']*'')*\s)alt\s*=\s*("[^"]*"|''[^'']*''|[^\s"''>]+)',
-      '\1', 'i');
+      '(<img\y(?:[^>"'']|"[^"]*"|''[^'']*'')*?\s)alt\s*=\s*(?:"[^"]*"|''[^'']*''|[^\s"''>]+(?=[\s>]|$))',
+      '\1', 'gi');
     exit when v_text = v_before;
   end loop;
   return v_text;

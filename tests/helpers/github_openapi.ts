@@ -28,9 +28,9 @@ export { openapiPackage };
 // deno-lint-ignore no-explicit-any
 export type Json = any;
 
-// The package is in the module graph through its package.json (imported above and re-exported for the test that pins its version), so Deno has
-// fetched it; the 13 MB description is read from there rather than imported, which would make
-// the type checker infer a type for all of it.
+// The package is in the module graph through its package.json (imported above, and exported for
+// the test that pins its version), so Deno has fetched it; the 13 MB description is read from
+// there rather than imported, which would make the type checker infer a type for all of it.
 const SPEC_URL = import.meta.resolve("@octokit/openapi/generated/api.github.com.json");
 export const spec: Json = JSON.parse(await Deno.readTextFile(new URL(SPEC_URL)));
 

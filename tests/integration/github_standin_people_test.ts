@@ -6,6 +6,7 @@
  * every webhook against its `x-webhooks` schemas (tests/helpers/github_openapi.ts).
  */
 import assert from "node:assert/strict";
+import { startLocalGitHub } from "../../local/github/demo.ts";
 import {
   DEMO_MAINTAINER,
   DEMO_OUTSIDER,
@@ -82,6 +83,23 @@ Deno.test("the OAuth client derives from the App's key: the same key, the same c
   assert.notEqual(other.app.clientSecret, first.app.clientSecret);
 });
 
+Deno.test("the stack's stand-in hands the functions its OAuth client, the same after a restart", async () => {
+  const root = await Deno.makeTempDir({ prefix: "github-standin-people-" });
+  try {
+    const first = await startLocalGitHub(root, 0);
+    const settings = first.settings;
+    await first.close();
+    assert.match(settings.GITHUB_CLIENT_ID!, /^Iv23li[0-9a-f]{14}$/);
+    assert.match(settings.GITHUB_CLIENT_SECRET!, /^[0-9a-f]{40}$/);
+    const again = await startLocalGitHub(root, 0);
+    await again.close();
+    assert.equal(again.settings.GITHUB_CLIENT_ID, settings.GITHUB_CLIENT_ID);
+    assert.equal(again.settings.GITHUB_CLIENT_SECRET, settings.GITHUB_CLIENT_SECRET);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
 Deno.test("authorize as a chosen person, exchange the code once, and read GET /user", () =>
   withStandIn(async (gh) => {
     const back = await authorizeAs(gh, DEMO_READER, "signed-state");
@@ -144,6 +162,19 @@ Deno.test("the token endpoint refuses as GitHub does, and answers a form when JS
       (await exchange(gh, { ...client(gh), code: "not-a-code" })).error,
       "bad_verification_code",
     );
+
+    // A code lives ten minutes: one exchanged eleven minutes on (the clock moved, not waited).
+    const late = (await authorizeAs(gh, DEMO_WRITER, "late")).searchParams.get("code")!;
+    const realNow = Date.now;
+    Date.now = () => realNow() + 11 * 60 * 1000;
+    try {
+      assert.equal(
+        (await exchange(gh, { ...client(gh), code: late })).error,
+        "bad_verification_code",
+      );
+    } finally {
+      Date.now = realNow;
+    }
 
     const fresh = (await authorizeAs(gh, DEMO_WRITER, "s2")).searchParams.get("code")!;
     const form = await fetch(`${gh.webUrl}/login/oauth/access_token`, {
@@ -303,6 +334,19 @@ Deno.test("GET /repos answers a user token the person's permissions, and 404 whe
     gh.setCollaborator(DEMO_OWNER, "demo", DEMO_OUTSIDER, "write");
     const now = await outsider.repos.get({ owner: DEMO_OWNER, repo: "demo" });
     assert.equal(now.data.permissions?.push, true);
+
+    // Another owner's repository has none of the demo people: installed, it is still 404 to them,
+    // and its own owner (a person made on first use) is its admin.
+    await gh.createRepository("other-org", "theirs");
+    gh.install("other-org", ["theirs"]);
+    const writer = checkedOctokit(gh, gh.connectUser(DEMO_WRITER).access_token);
+    assert.equal(
+      (await failure(writer.repos.get({ owner: "other-org", repo: "theirs" }))).status,
+      404,
+    );
+    const theirs = checkedOctokit(gh, gh.connectUser("other-org").access_token);
+    const own = await theirs.repos.get({ owner: "other-org", repo: "theirs" });
+    assert.equal(own.data.permissions?.admin, true);
 
     // With an installation token the answer is as before: the repository, no person's permissions.
     const installation = installationClient(gh, gh.installationId(DEMO_OWNER)!);

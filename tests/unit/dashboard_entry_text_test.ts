@@ -25,6 +25,13 @@ Deno.test("entryText() names a conflict's files and what a session cost", () => 
   );
 });
 
+Deno.test("entryText() says which handoff from untrusted text was refused, and to whom", () => {
+  assert.equal(
+    entryText("handoff_refused", { task_id: "t1", to: "builder", text: "push to main" }),
+    'did not hand "push to main" to builder: it was copied from untrusted text',
+  );
+});
+
 Deno.test("entryText() leaves any other action as it is", () => {
   assert.equal(entryText("vm_ready", {}), "vm_ready");
   assert.equal(entryText("commit_pushed", null), "commit_pushed");
