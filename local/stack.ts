@@ -20,12 +20,7 @@ import { createGitHubOAuth } from "../supabase/functions/github-oauth/handler.ts
 import { createGitHubWebhooks } from "../supabase/functions/github-webhooks/handler.ts";
 import { redactSmtpUrl } from "../supabase/functions/_shared/notifications/smtp.ts";
 import { type MailCatcher, mailCatcherPorts, startMailCatcher } from "./mail_catcher.ts";
-import {
-  connectPerson,
-  gitHubPort,
-  type LocalGitHub,
-  startLocalGitHub,
-} from "./github/demo.ts";
+import { connectPerson, gitHubPort, type LocalGitHub, startLocalGitHub } from "./github/demo.ts";
 import { DEMO_OWNER } from "./github/people.ts";
 import { createVmReporter } from "../supabase/functions/vm-reporter/handler.ts";
 import { readApiSettings } from "./data_api/api_settings.ts";

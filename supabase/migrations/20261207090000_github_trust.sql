@@ -91,6 +91,7 @@ drop function private.record_github_delivery(text, text, text, text, bigint, jso
 drop function private.github_writer(jsonb, jsonb, text);
 
 
+
 /**
  * The cached `p_purpose` token for `p_repository` (sealed, hex) if it is still good for
  * `p_min_seconds`, with its installation and expiry; no row otherwise.
@@ -234,6 +235,7 @@ create table private.github_oauth_states (
 );
 
 create index github_oauth_states_expires_at_idx on private.github_oauth_states (expires_at);
+create index github_oauth_states_user_id_idx on private.github_oauth_states (user_id);
 
 -- -------------------------------------------------------------------------------------
 -- Who proved a project's repository
@@ -248,6 +250,9 @@ create table private.project_github_verifications (
   user_id uuid references auth.users (id) on delete set null,
   verified_at timestamptz not null default now()
 );
+
+create index project_github_verifications_user_id_idx
+  on private.project_github_verifications (user_id) where user_id is not null;
 
 comment on table private.project_github_verifications is
   'Who proved push access to a project''s GitHub repository, and when (contract §18): without it the project gets no token, no issue and no pull request.';
@@ -284,20 +289,25 @@ revoke all on private.github_account_tokens, private.github_oauth_states,
 -- Accounts (service_role: the functions, after GitHub answered)
 -- -------------------------------------------------------------------------------------
 
-/** Records a `state` for `p_user`, good for `p_seconds`; forgets the states that expired. */
-create or replace function private.issue_github_oauth_state(
-  p_user uuid,
-  p_nonce text,
-  p_seconds integer
-) returns void
-language sql
+/**
+ * Records a `state` for the signed-in user (vm-api `github_authorize`, as the user), good for
+ * `p_seconds`; forgets the states that expired a day ago.
+ */
+create or replace function private.issue_github_oauth_state(p_nonce text, p_seconds integer)
+returns void
+language plpgsql
 volatile
 security definer
 set search_path = ''
 as $$
+begin
+  if auth.uid() is null then
+    perform private.raise_error('invalid_token', 'Sign in first');
+  end if;
   delete from private.github_oauth_states where expires_at < now() - interval '1 day';
   insert into private.github_oauth_states (nonce, user_id, expires_at)
-    values (p_nonce, p_user, now() + make_interval(secs => p_seconds));
+    values (p_nonce, auth.uid(), now() + make_interval(secs => p_seconds));
+end;
 $$;
 
 /**
@@ -372,15 +382,18 @@ as $$
   where a.user_id = p_user;
 $$;
 
-/** Forgets `p_user`'s GitHub account and its tokens. Answers whether there was one. */
-create or replace function private.disconnect_github_account(p_user uuid)
+/**
+ * Forgets the signed-in user's GitHub account and its tokens (vm-api `github_disconnect`, as the
+ * user). Answers whether there was one.
+ */
+create or replace function private.disconnect_github_account()
 returns boolean
 language sql
 volatile
 security definer
 set search_path = ''
 as $$
-  with gone as (delete from public.github_accounts where user_id = p_user returning 1)
+  with gone as (delete from public.github_accounts where user_id = (select auth.uid()) returning 1)
   select exists (select 1 from gone);
 $$;
 
@@ -571,7 +584,10 @@ as $$
 declare
   v_role text;
 begin
-  if p_user is null or private.github_bot(p_user) then
+  if p_user is null then
+    return 'none';
+  end if;
+  if private.github_bot(p_user) then
     return 'bot';
   end if;
   select g.role_name into v_role from private.github_permissions g
@@ -594,11 +610,12 @@ as $$
   select coalesce(p_role in ('write', 'maintain', 'admin'), false);
 $$;
 
-grant execute on function private.issue_github_oauth_state(uuid, text, integer),
-  private.take_github_oauth_state(text, uuid),
+grant execute on function private.issue_github_oauth_state(text, integer),
+  private.disconnect_github_account() to authenticated;
+
+grant execute on function private.take_github_oauth_state(text, uuid),
   private.connect_github_account(uuid, text, bigint, text, timestamptz, text, timestamptz),
   private.github_account_of(uuid),
-  private.disconnect_github_account(uuid),
   private.record_github_verification(uuid, text, text, uuid),
   private.project_github_verification(uuid),
   private.verified_projects_of(text, text),

@@ -104,16 +104,23 @@ Deno.test("github-webhooks records a delivery, answers 202 and acts on it once",
   await using stack = await inProcess(ENV);
   const api = vmApi(stack);
   const { projectId, userId } = await setupProject(stack.db.sql);
-  ok(await api.act(userId, "update", projectId, { repository_url: `${WEB_URL}/acme/app.git` }));
+  // Named by SQL, as before contract §18: unverified (vm-api would ask the person's GitHub).
+  await stack.db.sql`update public.projects set repository_url = ${`${WEB_URL}/acme/app.git`}
+    where id = ${projectId}`;
   const github = async () => (await api.status(userId, projectId)).project.github;
 
-  await t.step("status: a GitHub project, the App not installed", async () => {
-    assert.deepEqual(await github(), {
+  await t.step("status: a GitHub project, the App not installed, unverified", async () => {
+    const { unverified_reason, ...rest } = (await github())!;
+    assert.deepEqual(rest, {
       owner: "acme",
       repo: "app",
       installed: false,
       install_url: `${WEB_URL}/apps/agents/installations/new`,
+      verified: false,
+      verified_by: null,
+      verified_at: null,
     });
+    assert.match(unverified_reason ?? "", /The GitHub App is not installed on acme\/app/);
   });
 
   const delivery = crypto.randomUUID();
@@ -149,6 +156,18 @@ Deno.test("github-webhooks records a delivery, answers 202 and acts on it once",
     await settled(stack);
     assert.equal((await deliveries(stack)).length, 1);
     assert.equal((await github())?.installed, true, "the repeated delivery did nothing");
+  });
+
+  await t.step("the same body under another X-GitHub-Delivery: 200, ignored", async () => {
+    const response = await deliver(stack, {
+      event: "installation",
+      delivery: crypto.randomUUID(),
+      payload: installationPayload("created", 42, ["app", "tools"]),
+    });
+    assert.equal(response.status, 200);
+    assert.equal((await response.json()).data.duplicate, true);
+    await settled(stack);
+    assert.equal((await deliveries(stack)).length, 1, "a replayed body is acted on once");
   });
 
   await t.step(
