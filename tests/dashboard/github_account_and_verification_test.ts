@@ -19,7 +19,7 @@ const { topBar } = await import("../../dashboard/src/app/header.ts");
 const { connectedNotice, githubAccountControl, returnFromGitHub } = await import(
   "../../dashboard/src/app/github_account.ts"
 );
-const { githubSettings } = await import("../../dashboard/src/areas/settings.ts");
+const { githubSettings, mountSettings } = await import("../../dashboard/src/areas/settings.ts");
 const { mountOverview, unverifiedLine } = await import("../../dashboard/src/areas/overview.ts");
 const { Store } = await import("../../dashboard/src/store.ts");
 const { explain } = await import("../../dashboard/src/errors.ts");
@@ -397,6 +397,35 @@ Deno.test("Settings, GitHub: no verification for a repository that is not on Git
   await section.check();
   assert.equal(section.section.querySelector(".github-verification"), null);
   assert.equal(buttonNamed(section.section, "Verify push access"), undefined);
+});
+
+Deno.test("Settings: saving the repository again verifies it, and the section says so", async () => {
+  let github = UNVERIFIED;
+  // The repository's row; the project's other reads (cost control, delivery) find none.
+  const { client, calls } = memoryClient(({ path, body, query }) => {
+    if (path !== "/functions/v1/vm-api") {
+      const repository = query.includes("select=repository_url,repository_branch");
+      return {
+        body: repository ? [{ repository_url: REPOSITORY_URL, repository_branch: "main" }] : [],
+      };
+    }
+    if (body?.action === "update") github = VERIFIED;
+    return statusOf(() => github)(body ?? {});
+  });
+  const { context, failed } = contextOf(client, { role: "owner", account: OWNER });
+  const root = document.createElement("div");
+  await mountSettings(root, context).refresh([]);
+  await settled();
+  assert.match(text(root.querySelector(".github-verification")), /^Not verified/);
+
+  const form = root.querySelector('form[aria-label="Repository"]')!;
+  root.querySelector<HTMLInputElement>("#repository-url")!.value = REPOSITORY_URL;
+  form.dispatchEvent(new dom.Event("submit", { cancelable: true }) as unknown as Event);
+  await settled();
+  assert.deepEqual(failed, []);
+  const actions = calls.filter((c) => c.path === "/functions/v1/vm-api").map((c) => c.body?.action);
+  assert.deepEqual(actions, ["status", "update", "status"]);
+  assert.match(text(root.querySelector(".github-verification")), /^✓ Verified by @acme-admin/);
 });
 
 // --- Overview --------------------------------------------------------------------------------------
