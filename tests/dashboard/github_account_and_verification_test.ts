@@ -311,6 +311,11 @@ Deno.test("Settings, GitHub: unverified, an admin verifies with the repository a
   await section.check();
   const root = section.section;
   assert.match(text(root.querySelector(".github-verification")), /^Not verified No one has proved/);
+  assert.equal(
+    text(root.querySelector(".github-connection")),
+    "✓ Installed The GitHub App is installed on acme/app.",
+    "nothing arrives as pull requests while unverified: the section does not promise it",
+  );
   assert.match(text(root), new RegExp(REASON.replace(/[.()]/g, "\\$&")));
   const verify = buttonNamed(root, "Verify push access")!;
   assert.equal(verify.disabled, false);
@@ -337,6 +342,7 @@ Deno.test("Settings, GitHub: unverified, an admin verifies with the repository a
   assert.equal(calls[2]!.body?.action, "status");
   assert.deepEqual(said, ["Push access verified: @acme-admin may push to acme/app."]);
   assert.match(text(root.querySelector(".github-verification")), /^✓ Verified by @acme-admin/);
+  assert.match(text(root.querySelector(".github-connection")), /arrives as pull requests\.$/);
   assert.equal(buttonNamed(root, "Verify push access"), undefined);
 });
 

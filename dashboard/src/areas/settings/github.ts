@@ -9,7 +9,6 @@
 import type { AreaContext } from "../../area.ts";
 import {
   type DeliverySettings,
-  type GitHubConnection,
   type GitHubRepository,
   projectGitHub,
   projectRepository,
@@ -19,7 +18,7 @@ import { type Child, h, show, showChanged } from "../../ui.ts";
 import { accountLine, unverifiedReason, verificationView } from "./github_verification.ts";
 
 /** The connection as a person reads it; `undefined` while status has not answered. */
-export function connectionView(github: GitHubConnection | undefined): Child[] {
+export function connectionView(github: GitHubRepository | null | undefined): Child[] {
   if (github === undefined) return [h("p", { class: "hint" }, "Reading the connection…")];
   if (github === null) {
     return [
@@ -37,7 +36,10 @@ export function connectionView(github: GitHubConnection | undefined): Child[] {
         "p",
         { class: "github-connection" },
         h("span", { class: "badge badge-enabled" }, "✓ Installed"),
-        ` The GitHub App is installed on ${repository}: the agents' work arrives as pull requests.`,
+        // Unverified, nothing arrives yet: the verification below says why.
+        github.verified
+          ? ` The GitHub App is installed on ${repository}: the agents' work arrives as pull requests.`
+          : ` The GitHub App is installed on ${repository}.`,
       ),
     ];
   }
@@ -70,7 +72,7 @@ const DELIVERY: Record<string, string> = {
  */
 export function deliveryView(
   settings: DeliverySettings,
-  github: GitHubConnection | undefined,
+  github: GitHubRepository | null | undefined,
 ): Child[] {
   const mode = github === null ? "push" : settings.delivery;
   return [
