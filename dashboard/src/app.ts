@@ -3,7 +3,7 @@
  * project's lifecycle and areas, `Needs You` and (for owners and admins) `Webhooks`. Where the
  * person is lives in the address (address.ts) through the one store (store.ts): reload and Back
  * land on the same place. Live keeps all of it current. Its parts are in app/; this module holds
- * the page's state and wires them to the address and to Live.
+ * the page's state and wires them to the address, to Live and to the person's GitHub account.
  */
 import type { Area, AreaContext } from "./area.ts";
 import { onlyTelemetry, touches } from "./area.ts";
@@ -23,6 +23,12 @@ import { mountNeedsYou } from "./areas/approvals.ts";
 import { mountWebhooks } from "./areas/webhooks.ts";
 import { mountNotifications } from "./areas/notifications.ts";
 import { signOutButton, topBar } from "./app/header.ts";
+import {
+  type Browser,
+  connectedNotice,
+  githubAccountControl,
+  returnFromGitHub,
+} from "./app/github_account.ts";
 import { newProjectForm } from "./app/new_project.ts";
 import { pageNotice } from "./app/notice.ts";
 import { projectHeader } from "./app/project_header.ts";
@@ -37,6 +43,9 @@ export async function startApp(
   signedOut: (notice: string) => void,
   signOut: () => void,
 ): Promise<() => void> {
+  const browser: Browser = globalThis;
+  // Before the store reads the address: back from GitHub, the place the person left from.
+  const backConnected = returnFromGitHub(browser);
   const orgs = await memberships(client, user.id);
   const { notice, say, fail } = pageNotice(client, signedOut);
 
@@ -69,7 +78,17 @@ export async function startApp(
   let seen = new Map<string, string>();
   let mounted: Area | undefined;
   let live: Live | undefined;
-  const top = topBar({ orgs, email: user.email, signOut, org, viewOf, go });
+  const github = githubAccountControl({ client, store, userId: user.id, browser, say, fail });
+  const connectGitHub = () => void github.connect();
+  const top = topBar({
+    orgs,
+    email: user.email,
+    signOut,
+    github: { connect: connectGitHub, disconnect: () => void github.disconnect() },
+    org,
+    viewOf,
+    go,
+  });
   top.showConnection(store.state.connection);
   const nav = projectNav({ org, viewOf, selectedId, go });
   const areaTabs = projectTabs(org, go);
@@ -84,6 +103,8 @@ export async function startApp(
       const p = place();
       return p.view === "project" ? p.approval : undefined;
     })(),
+    githubAccount: github.account,
+    connectGitHub,
     say,
     fail,
     changed: async () => await live?.now(),
@@ -211,6 +232,11 @@ export async function startApp(
   globalThis.addEventListener("hashchange", followAddress);
   const unsubscribe = store.subscribe(async (state, previous) => {
     if (state.connection !== previous.connection) top.showConnection(state.connection);
+    if (state.github !== previous.github) {
+      top.showGitHub(state.github);
+      // Settings shows the account and whether it may verify: the area draws it again.
+      await mounted?.refresh([]);
+    }
     if (state.place === previous.place) return;
     const next = membershipOf(state.place);
     if (next.organization_id !== membership.organization_id) {
@@ -223,6 +249,10 @@ export async function startApp(
   if (!orgs.some((o) => o.organization_id === place().org)) {
     go({ view: "organization", org: membership.organization_id });
   }
+  // The account is the person's, not the organization's: read once, then changed by this page.
+  void github.read().then(() => {
+    if (backConnected) say(connectedNotice(github.account()));
+  }).catch(fail);
   await restartLive();
   return () => {
     globalThis.removeEventListener("hashchange", followAddress);

@@ -1,5 +1,5 @@
 /** What every area gets, and what it gives back: a refresh the page's one clock calls. */
-import type { DashboardClient, Membership, Project } from "./data.ts";
+import type { DashboardClient, GitHubAccount, Membership, Project } from "./data.ts";
 import type { FeedEvent } from "./live.ts";
 
 export interface AreaContext {
@@ -10,6 +10,10 @@ export interface AreaContext {
   project: Project | undefined;
   /** The approval the address names (`#/…/approvals/<id>`), to be shown first. */
   approvalId?: string | undefined;
+  /** The person's GitHub account (contract §18): null for none, undefined until read. */
+  githubAccount(): GitHubAccount | null | undefined;
+  /** Sends the browser to GitHub to connect the person's account; it comes back to the page. */
+  connectGitHub(): void;
   say(message: string): void;
   fail(error: unknown): void;
   /** After the user's own change: refresh now rather than on the next tick. */

@@ -1,14 +1,18 @@
 /**
- * The page's one small store: where the person is (mirrored in the URL, address.ts) and whether
- * the live connection is up. Views read it and subscribe; nothing else keeps navigation state.
+ * The page's one small store: where the person is (mirrored in the URL, address.ts), whether
+ * the live connection is up, and the person's GitHub account. Views read it and subscribe; nothing
+ * else keeps navigation state.
  */
 import { formatPlace, parsePlace, type Place } from "./address.ts";
+import type { GitHubAccount } from "./data.ts";
 
 export type Connection = "connecting" | "live" | "reconnecting";
 
 export interface State {
   place: Place;
   connection: Connection;
+  /** The person's GitHub account (contract §18): null for none, undefined until read. */
+  github: GitHubAccount | null | undefined;
 }
 
 type Listener = (state: State, previous: State) => void;
@@ -22,7 +26,11 @@ export class Store {
   readonly #listeners = new Set<Listener>();
 
   constructor(readonly location: Location) {
-    this.#state = { place: parsePlace(location.hash), connection: "connecting" };
+    this.#state = {
+      place: parsePlace(location.hash),
+      connection: "connecting",
+      github: undefined,
+    };
   }
 
   get state(): State {
@@ -49,6 +57,10 @@ export class Store {
 
   setConnection(connection: Connection): void {
     if (connection !== this.#state.connection) this.#set({ connection });
+  }
+
+  setGitHub(github: GitHubAccount | null): void {
+    if (JSON.stringify(github) !== JSON.stringify(this.#state.github)) this.#set({ github });
   }
 
   #set(change: Partial<State>): void {

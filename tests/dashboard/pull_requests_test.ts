@@ -24,11 +24,10 @@ const { activityTable, withPullRequestEvents } = await import(
 );
 const { entryText } = await import("../../dashboard/src/entry_text.ts");
 const { formatPlace, parsePlace } = await import("../../dashboard/src/address.ts");
-const { createDashboardClient, pullRequests, projectEvents } = await import(
-  "../../supabase/client/dashboard.ts"
-);
+const { pullRequests, projectEvents } = await import("../../supabase/client/dashboard.ts");
+const { memoryClient } = await import("../helpers/dashboard_memory.ts");
 type PullRequest = import("../../supabase/client/dashboard.ts").PullRequest;
-type GitHubConnection = import("../../supabase/client/dashboard.ts").GitHubConnection;
+type GitHubRepository = import("../../dashboard/src/data.ts").GitHubRepository;
 type AreaContext = import("../../dashboard/src/area.ts").AreaContext;
 type Project = import("../../dashboard/src/data.ts").Project;
 
@@ -109,17 +108,17 @@ Deno.test("Pull requests: a URL that is not http(s) is no link; none yet says ho
 
 // --- Settings: GitHub ----------------------------------------------------------------------------
 
-const INSTALLED: GitHubConnection = {
+const INSTALLED: GitHubRepository = {
   owner: "acme",
   repo: "app",
   installed: true,
   install_url: "https://github.com/apps/agents/installations/new",
   verified: true,
-  verified_by: "acme-owner",
-  verified_at: "2026-11-28T10:00:00.000Z",
+  verified_by: "acme-admin",
+  verified_at: AT,
   unverified_reason: null,
 };
-const NOT_INSTALLED: GitHubConnection = { ...INSTALLED, installed: false };
+const NOT_INSTALLED: GitHubRepository = { ...INSTALLED, installed: false };
 const SETTINGS = {
   delivery: "pull_request",
   draft_pull_requests: false,
@@ -145,7 +144,7 @@ Deno.test("Settings, GitHub: installed, the install link, or not a GitHub reposi
   assert.equal(other.textContent, "Not a GitHub repository: work is pushed to the branch.");
   assert.match(root(connectionView(undefined)).textContent ?? "", /Reading/);
 
-  const read = (github: GitHubConnection | undefined) =>
+  const read = (github: GitHubRepository | null | undefined) =>
     [...root(deliveryView(SETTINGS, github)).querySelectorAll("dd")].map((dd) => dd.textContent);
   assert.deepEqual(read(INSTALLED), [
     "Pull requests (one per task)",
@@ -157,27 +156,13 @@ Deno.test("Settings, GitHub: installed, the install link, or not a GitHub reposi
   assert.equal(read(null)[0], "Push to the branch", "a non-GitHub project is pushed to");
 });
 
-/** A dashboard client whose fetch answers vm-api and the Data API from memory, recording bodies. */
-function fakeClient(github: GitHubConnection) {
-  const calls: { path: string; body: Record<string, unknown> | null; query: string }[] = [];
-  const client = createDashboardClient("http://api.test", "anon", {
-    auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
-    global: {
-      fetch: async (input: string | URL | Request, init?: RequestInit) => {
-        const request = input instanceof Request ? input : new Request(String(input), init);
-        const url = new URL(request.url);
-        const text = request.method === "POST" ? await request.text() : "";
-        const body = text ? JSON.parse(text) as Record<string, unknown> : null;
-        calls.push({ path: url.pathname, body, query: decodeURIComponent(url.search) });
-        const project = { ...SETTINGS, ...(body ?? {}), id: P, github };
-        const answer = url.pathname === "/functions/v1/vm-api" ? { data: { project } } : [];
-        return new Response(JSON.stringify(answer), {
-          headers: { "content-type": "application/json" },
-        });
-      },
-    },
-  });
-  return { client, calls };
+/** vm-api answers the project (as saved) with `github`; the Data API no rows. */
+function fakeClient(github: GitHubRepository | null) {
+  return memoryClient(({ path, body }) => ({
+    body: path === "/functions/v1/vm-api"
+      ? { data: { project: { ...SETTINGS, ...(body ?? {}), id: P, github } } }
+      : [],
+  }));
 }
 
 function contextOf(client: AreaContext["client"]) {
@@ -188,6 +173,8 @@ function contextOf(client: AreaContext["client"]) {
     userId: "u",
     membership: { organization_id: O, role: "owner", name: "Acme" },
     project: { id: P, organization_id: O } as Project,
+    githubAccount: () => ({ login: "acme-admin", github_user_id: 7, connected_at: AT }),
+    connectGitHub: () => {},
     say: (message) => said.push(message),
     fail: (error) => failed.push(error),
     changed: () => Promise.resolve(),

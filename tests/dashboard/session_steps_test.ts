@@ -311,6 +311,8 @@ Deno.test("Agents area: Watch reads the session's latest steps; steps telemetry 
     userId: "u",
     membership: { organization_id: "o", role: "member", name: "Org" },
     project: { id: P } as never,
+    githubAccount: () => null,
+    connectGitHub() {},
     say() {},
     fail: (error: unknown) => failures.push(error),
     changed: () => Promise.resolve(),

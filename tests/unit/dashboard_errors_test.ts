@@ -24,6 +24,24 @@ Deno.test("explain() says who may do it on a 403", () => {
   assert.match(explain(new DashboardError(403, "Forbidden")).message, /member of this project/);
 });
 
+Deno.test("explain() shows GitHub's refusal of push access in the service's own sentence", () => {
+  const refusal = "acme-reader may not push to acme/app: GitHub gives them read access only.";
+  assert.equal(
+    explain(new DashboardError(403, refusal, "github_repository_forbidden")).message,
+    refusal,
+  );
+  const reconnect = "Your GitHub account's token was revoked: connect GitHub again.";
+  assert.equal(
+    explain(new DashboardError(409, reconnect, "github_account_required")).message,
+    reconnect,
+  );
+  assert.match(
+    explain(new DashboardError(403, "permission denied for table projects", "42501")).message,
+    /member of this project/,
+    "other 403s still say who may do it, never the database's words",
+  );
+});
+
 Deno.test("explain() passes the state machine's own sentence through", () => {
   const refusal = "Cannot stop a project that is stopped";
   assert.deepEqual(explain(new DashboardError(400, refusal)), {

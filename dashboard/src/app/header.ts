@@ -1,29 +1,62 @@
 /**
  * The page's top bar: the organization picker, Needs You and its count, Webhooks (owners and
- * admins), Notifications, whether the page is live, who is signed in, and Sign out.
+ * admins), Notifications, whether the page is live, and the user menu: who is signed in, their
+ * GitHub account (Connect GitHub, or the login and Disconnect), and Sign out.
  */
 import type { Place } from "../address.ts";
-import type { Membership } from "../data.ts";
+import type { GitHubAccount, Membership } from "../data.ts";
 import type { Connection } from "../store.ts";
-import { h, show } from "../ui.ts";
+import { type Child, h, show } from "../ui.ts";
 
 export interface TopBarOptions {
   orgs: Membership[];
   email: string;
   signOut: () => void;
+  github: GitHubActions;
   /** The organization shown, when a button is pressed. */
   org(): string;
   viewOf(): Place["view"];
   go(next: Place): void;
 }
 
-export function topBar({ orgs, email, signOut, org, viewOf, go }: TopBarOptions) {
+export interface GitHubActions {
+  connect(): void;
+  disconnect(): void;
+}
+
+/** The user menu's GitHub account: nothing until it is read. */
+export function githubAccountView(
+  account: GitHubAccount | null | undefined,
+  { connect, disconnect }: GitHubActions,
+): Child[] {
+  if (account === undefined) return [];
+  if (account === null) {
+    return [
+      h("button", { type: "button", class: "secondary", onclick: connect }, "Connect GitHub"),
+    ];
+  }
+  return [
+    h("span", { class: "github-login" }, `GitHub: @${account.login}`),
+    h("button", {
+      type: "button",
+      class: "secondary",
+      "aria-label": `Disconnect GitHub account @${account.login}`,
+      onclick: disconnect,
+    }, "Disconnect"),
+  ];
+}
+
+export function topBar({ orgs, email, signOut, github, org, viewOf, go }: TopBarOptions) {
   const header = h("header", { class: "top" });
   const needsYouCount = h("span", { class: "count", id: "needs-you-count" }, "0");
   /** Whether the page is live: a lost connection is visible, and so is its return. */
   const connectionBadge = h("span", { class: "connection", id: "connection", role: "status" });
+  const githubSlot = h("span", { class: "github-account" });
   return {
     header,
+    showGitHub(account: GitHubAccount | null | undefined): void {
+      show(githubSlot, ...githubAccountView(account, github));
+    },
     showConnection(state: Connection): void {
       connectionBadge.dataset.state = state;
       show(
@@ -85,8 +118,13 @@ export function topBar({ orgs, email, signOut, org, viewOf, go }: TopBarOptions)
           onclick: () => go({ view: "notifications", org: org() }),
         }, "Notifications"),
         connectionBadge,
-        h("span", { class: "who" }, email),
-        signOutButton(signOut),
+        h(
+          "span",
+          { class: "user-menu", role: "group", "aria-label": "Your account" },
+          h("span", { class: "who" }, email),
+          githubSlot,
+          signOutButton(signOut),
+        ),
       );
     },
   };

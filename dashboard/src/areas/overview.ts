@@ -1,12 +1,24 @@
 /**
  * Overview: what happened to the project and what its agents did, newest first; with the pull
  * requests the platform opened, merged or closed for them (its events, contract §16), titled.
+ * Above it, while no one has proved push access to the project's GitHub repository (contract §18),
+ * why, and that its pull requests, issues and token wait for it.
  */
+import { formatPlace } from "../address.ts";
 import type { MountArea } from "../area.ts";
-import { newest, projectEvents, type PullRequest, pullRequests } from "../data.ts";
+import {
+  type GitHubRepository,
+  newest,
+  type Project,
+  projectEvents,
+  projectGitHub,
+  type PullRequest,
+  pullRequests,
+} from "../data.ts";
 import { entryText } from "../entry_text.ts";
 import type { Tables } from "../../../supabase/types/database.ts";
 import { badge, h, show, table, when } from "../ui.ts";
+import { unverifiedReason } from "./settings/github_verification.ts";
 
 type ActivityRow = Tables<"project_activity_feed">;
 
@@ -62,9 +74,38 @@ export function withPullRequestEvents(
     .slice(0, limit);
 }
 
-export const mountOverview: MountArea = (root, { client, project }) => {
+/** Why the project's GitHub work waits, linking to Settings; null when nothing waits. */
+export function unverifiedLine(
+  github: GitHubRepository | null,
+  project: Pick<Project, "id" | "organization_id">,
+): HTMLElement | null {
+  if (!github || github.verified) return null;
+  const settings = formatPlace({
+    view: "project",
+    org: project.organization_id,
+    project: project.id,
+    area: "Settings",
+  });
+  return h(
+    "p",
+    { class: "alert github-unverified" },
+    `${unverifiedReason(github)} Until then, pull requests, issues and the agents' GitHub token ` +
+      "wait for it. ",
+    h("a", { href: settings }, "Open Settings"),
+  );
+}
+
+export const mountOverview: MountArea = (root, { client, project, fail }) => {
   const feed = h("div", {});
-  show(root, h("h2", {}, "Activity"), feed);
+  const github = h("div", {});
+  show(root, github, h("h2", {}, "Activity"), feed);
+  // vm-api is asked once, when Overview opens, and only for a project with a repository: a tick
+  // spends none of the person's vm-api budget.
+  if (project!.repository_url) {
+    void projectGitHub(client, project!.id)
+      .then((answer) => show(github, unverifiedLine(answer, project!)))
+      .catch(fail);
+  }
   return {
     async refresh() {
       const [rows, events] = await Promise.all([

@@ -3,7 +3,8 @@
  * control (contract §12: idle stop, schedule in a named time zone, monthly budget), which owners
  * and admins change (vm-api `update`, `set_secret`, `delete_secret`) and members read (the project
  * row, the `project_secrets` read model: names and times, never a value); GitHub (contract §16: the
- * App's connection, the delivery by pull request or push and its settings); and deleting the project
+ * App's connection, the delivery by pull request or push and its settings; §18: the person's GitHub
+ * account and who proved push access to the repository); and deleting the project
  * (forced while its VM runs) after typing its name. Each section is a module of settings/; this
  * one lays them out, reads their rows and decides who gets the controls.
  */
@@ -35,7 +36,11 @@ export const mountSettings: MountArea = (root, context) => {
   let admin = ADMIN_ROLES.includes(context.membership.role);
 
   const refresh = () => area.refresh();
-  const repository = repositorySettings(context, refresh);
+  // Saving a GitHub repository (the same one too) checks push access again: status tells.
+  const repository = repositorySettings(context, () => {
+    void github.check();
+    return refresh();
+  });
   const secrets = secretSettings(context, refresh);
   const costControl = costControlSettings(context, refresh);
   const github = githubSettings(context, refresh);

@@ -1,21 +1,24 @@
 /**
  * Settings' GitHub (contract §16): the connection (vm-api `status`'s `project.github`: a GitHub
- * project with the App installed, the link to install it, or a repository that is not on GitHub)
- * and how the agents' work is delivered — by pull request or by push, drafts, the issues label,
+ * project with the App installed, the link to install it, or a repository that is not on GitHub),
+ * the person's GitHub account and whose push access verified the repository (contract §18,
+ * github_verification.ts), and how the agents' work is delivered — by pull request or by push, drafts, the issues label,
  * the branch prefix, the CI fix rounds — which every member reads and owners and admins change
  * (vm-api `update`).
  */
 import type { AreaContext } from "../../area.ts";
 import {
   type DeliverySettings,
-  type GitHubConnection,
-  projectStatus,
+  type GitHubRepository,
+  projectGitHub,
+  projectRepository,
   updateProject,
 } from "../../data.ts";
 import { type Child, h, show, showChanged } from "../../ui.ts";
+import { accountLine, unverifiedReason, verificationView } from "./github_verification.ts";
 
 /** The connection as a person reads it; `undefined` while status has not answered. */
-export function connectionView(github: GitHubConnection | undefined): Child[] {
+export function connectionView(github: GitHubRepository | null | undefined): Child[] {
   if (github === undefined) return [h("p", { class: "hint" }, "Reading the connection…")];
   if (github === null) {
     return [
@@ -33,7 +36,10 @@ export function connectionView(github: GitHubConnection | undefined): Child[] {
         "p",
         { class: "github-connection" },
         h("span", { class: "badge badge-enabled" }, "✓ Installed"),
-        ` The GitHub App is installed on ${repository}: the agents' work arrives as pull requests.`,
+        // Unverified, nothing arrives yet: the verification below says why.
+        github.verified
+          ? ` The GitHub App is installed on ${repository}: the agents' work arrives as pull requests.`
+          : ` The GitHub App is installed on ${repository}.`,
       ),
     ];
   }
@@ -66,7 +72,7 @@ const DELIVERY: Record<string, string> = {
  */
 export function deliveryView(
   settings: DeliverySettings,
-  github: GitHubConnection | undefined,
+  github: GitHubRepository | null | undefined,
 ): Child[] {
   const mode = github === null ? "push" : settings.delivery;
   return [
@@ -95,11 +101,13 @@ export function deliveryView(
 export function githubSettings(context: AreaContext, refresh: () => Promise<void>) {
   const { client } = context;
   const project = context.project!;
-  let github: GitHubConnection | undefined;
+  let github: GitHubRepository | null | undefined;
   let settings: DeliverySettings | null = null;
   let admin = false;
 
   const connection = h("div", { class: "github-current", "aria-live": "polite" });
+  const account = h("div", {});
+  const verification = h("div", { "aria-live": "polite" });
   const current = h("div", {});
   const recheck = h("button", {
     type: "button",
@@ -240,6 +248,17 @@ export function githubSettings(context: AreaContext, refresh: () => Promise<void
       { github: github === undefined ? "unknown" : github },
       () => connectionView(github),
     );
+    const person = context.githubAccount();
+    showChanged(
+      account,
+      { person: person === undefined ? "unknown" : person },
+      () => accountLine(person, context.connectGitHub),
+    );
+    showChanged(
+      verification,
+      { github: github ?? null, person: person ?? null, admin },
+      () => github ? verificationView(github, { admin, account: person, verify }) : [],
+    );
     if (settings) {
       showChanged(
         current,
@@ -252,10 +271,38 @@ export function githubSettings(context: AreaContext, refresh: () => Promise<void
   /** Asks vm-api `status` for the connection. */
   async function connect(): Promise<void> {
     try {
-      const answer = await projectStatus(client, { project_id: project.id });
-      api.connect(answer.project.github);
+      api.connect(await projectGitHub(client, project.id));
     } catch (error) {
       context.fail(error);
+    }
+  }
+
+  /**
+   * Saves the repository the project names now (another admin may have changed it since the page
+   * was drawn) again: the platform checks with the person's GitHub account that they may push.
+   */
+  async function verify(): Promise<void> {
+    const button = verification.querySelector("button");
+    if (button) button.disabled = true;
+    try {
+      const repositoryUrl = (await projectRepository(client, project.id))?.repository_url;
+      // No repository any more: status says so (no GitHub repository to verify).
+      if (repositoryUrl) {
+        await updateProject(client, { project_id: project.id, repository_url: repositoryUrl });
+      }
+      await connect();
+      if (repositoryUrl && github) {
+        const repository = `${github.owner}/${github.repo}`;
+        context.say(
+          github.verified
+            ? `Push access verified: @${github.verified_by} may push to ${repository}.`
+            : `Not verified yet: ${unverifiedReason(github)}`,
+        );
+      }
+    } catch (error) {
+      context.fail(error);
+    } finally {
+      if (button) button.disabled = !context.githubAccount();
     }
   }
 
@@ -273,6 +320,8 @@ export function githubSettings(context: AreaContext, refresh: () => Promise<void
           "How the agents' work reaches the repository: pull requests on GitHub, or pushes.",
         ),
         connection,
+        account,
+        verification,
         github ? recheck : null,
         current,
         admin ? form : null,
@@ -280,7 +329,7 @@ export function githubSettings(context: AreaContext, refresh: () => Promise<void
       drawCurrent();
     },
     /** The connection as status answered it; the delivery modes follow it. */
-    connect(next: GitHubConnection): void {
+    connect(next: GitHubRepository | null): void {
       const changed = next !== github;
       github = next;
       fillDelivery();

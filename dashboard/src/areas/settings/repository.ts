@@ -66,7 +66,8 @@ export function repositorySettings(context: AreaContext, refresh: () => Promise<
       "p",
       { class: "hint", id: "repository-hint" },
       "An https or SSH URL (on the local stack also a path); empty for none. Never put a token " +
-        "in it: add it as the secret GIT_TOKEN.",
+        "in it: add it as the secret GIT_TOKEN. A GitHub repository is saved only if your " +
+        "connected GitHub account may push to it.",
     ),
     h("label", { for: "repository-branch" }, "Branch"),
     branch,
