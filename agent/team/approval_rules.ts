@@ -146,7 +146,7 @@ interface Word {
   text: string;
   /** Part of it comes from a variable, a substitution or arithmetic. */
   expanded: boolean;
-  /** Unquoted, it is a pattern bash may replace (`pu?h`, `{a,b}`, `~x`). */
+  /** Unquoted, it is a pattern bash may replace (`pu?h`, `pu{sh,ll}`). */
   pattern: boolean;
 }
 
@@ -185,7 +185,7 @@ function addTo(word: Word, node: Node): void {
     case "number":
     case "variable_name": {
       const text = node.text;
-      if (/^~|(?<!\\)[*?[]|(?<!\\)\{[^}]*(,|\.\.)[^}]*\}/.test(text)) word.pattern = true;
+      if (/(?<!\\)[*?[]|(?<!\\)\{[^}]*(,|\.\.)[^}]*\}/.test(text)) word.pattern = true;
       word.text += text.replace(/\\\n/g, "").replace(/\\(.)/gs, "$1");
       return;
     }
@@ -627,7 +627,8 @@ function readShell(name: string, args: Word[], stdin: Stdin | undefined, reading
 
 /** `xargs` runs its command with arguments it reads: only a program that runs nothing is read. */
 function readXargs(args: Word[], reading: Reading): void {
-  const WITH_VALUE = "adEeIiLlnPs";
+  // `-e`, `-i` and `-l` take their value attached only (`-i{}`).
+  const WITH_VALUE = "adEILnPs";
   let j = 0;
   for (; j < args.length && args[j]!.text.startsWith("-") && args[j]!.text !== "--"; j++) {
     const text = args[j]!.text;
@@ -679,12 +680,23 @@ function readInterpreter(
   stdin: Stdin | undefined,
   reading: Reading,
 ): void {
+  if ((name === "deno" || name === "bun") && args[0]?.text === "eval") {
+    reading.unreadable.add(`it hands code to an interpreter (\`${name} eval\`)`);
+    return;
+  }
   const codeOptions = INTERPRETERS.find(([pattern]) => pattern.test(name))?.[1];
   if (!codeOptions) return;
+  const letters = codeOptions.filter((o) => /^-\w$/.test(o)).map((o) => o[1]!);
   for (const arg of args) {
-    const option = arg.text.startsWith("--") ? arg.text.replace(/=.*/s, "") : arg.text.slice(0, 2);
-    if (codeOptions.includes(option)) {
-      reading.unreadable.add(`it hands code to an interpreter (\`${name} ${option}\`)`);
+    const long = arg.text.startsWith("--");
+    const option = long ? arg.text.replace(/=.*/s, "") : arg.text.slice(0, 2);
+    // Short options bundle: `perl -ne`, `python -Bc`.
+    const bundled = !long && /^-\w+$/.test(arg.text) &&
+      [...arg.text.slice(1)].some((c) => letters.includes(c));
+    if (codeOptions.includes(option) || bundled) {
+      reading.unreadable.add(
+        `it hands code to an interpreter (\`${name} ${bundled ? arg.text : option}\`)`,
+      );
       return;
     }
     if (arg.text === "-m" || !arg.text.startsWith("-")) return; // a module or a script file

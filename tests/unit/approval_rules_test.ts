@@ -105,6 +105,9 @@ cases("code handed to an interpreter", [
   'node -e \'require("child_process").execSync("git push -f")\'',
   "node --eval='1'",
   "ruby -e 'system(%q(git push -f))'",
+  "perl -ne 'system(\"git push -f\")'",
+  "python3 -Bc 'import os'",
+  "deno eval 'Deno.exit(0)'",
   "echo 'import os' | python3",
   "python3 - <<'EOF'\nimport os\nEOF",
 ], unreadable(/it hands code to an interpreter/));
@@ -189,6 +192,8 @@ cases("a wrapper's options and operands are read", [
   "stdbuf -oL git push -f",
   "nohup git push -f &",
   "sudo -E timeout 5 nice -n 1 git push -f",
+  "sudo -- git push -f",
+  "time -p git push -f",
   "find . -maxdepth 0 -exec git push -f \\;",
   "watch -n 5 git push -f",
   "su -c 'git push -f' bob",
@@ -369,6 +374,14 @@ cases("ordinary commands run without asking", [
   "git diff > patch.txt",
   "sed -n 1,20p file.ts",
   "bash scripts/push.sh",
+  "ls | xargs -n1 echo",
+  "xargs -i grep {} notes.md",
+  "~/.local/bin/tool --check",
+  "command -v git",
+  "exec 3>&1",
+  "python3 --version",
+  "python3 -m pytest -q",
+  "[[ -n $CI ]] && echo $((1 + 2))",
 ], free);
 
 cases("commands that only mention a push, or push without force, run without asking", [
