@@ -11,12 +11,17 @@
  * - PostToolUse / PostToolUseFailure of an approved command: `/approvals/ack` executed / failed.
  *   (Rejected and expired ones the VM agent acknowledges as skipped when the decision arrives.)
  *
+ * The rules read the command with tree-sitter's bash grammar (WASM, approval_rules.ts), loaded
+ * once per run from `--grammar <dir>` (default: beside the hook, where the runner puts it for the
+ * bundled hook; bash_grammar.ts).
+ *
  * Usage: approval_hook.ts <pre|post|post-failure> --socket <agent.sock> --rules <rules.json>
- *        --agent <name> --state <dir> --ttl <seconds>
+ *        --agent <name> --state <dir> --ttl <seconds> [--grammar <dir>]
  */
 import { parseArgs } from "node:util";
 import { AgentSocket } from "../socket_client.ts";
 import { type ApprovalRules, matchApprovalRule, type RuleMatch } from "./approval_rules.ts";
+import { loadBashParser, readBashGrammar } from "./shell_parser.ts";
 
 const POLL_MS = 5_000;
 /** The socket waits at most this long in one request (agent/local_api.ts). */
@@ -44,6 +49,7 @@ const { positionals, values } = parseArgs({
     agent: { type: "string" },
     state: { type: "string" },
     ttl: { type: "string", default: "1800" },
+    grammar: { type: "string" },
   },
 });
 const event = positionals[0];
@@ -71,7 +77,8 @@ async function main(input: HookInput): Promise<void> {
   try {
     if (event === "pre") {
       const rules: ApprovalRules = JSON.parse(await Deno.readTextFile(values.rules));
-      const match = matchApprovalRule(command, rules);
+      const grammar = await readBashGrammar(values.grammar ?? new URL(".", import.meta.url));
+      const match = matchApprovalRule(command, rules, await loadBashParser(grammar));
       if (!match) return;
       let answer: { allow: boolean; reason: string };
       try {

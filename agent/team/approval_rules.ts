@@ -1,34 +1,44 @@
 /**
- * Which Bash commands wait for a person (contract §11): by default a force push (`--force`, `-f`,
- * `--force-with-lease`, a `+refspec`, `--mirror`) and the deletion of a remote branch (`--delete`,
- * `-d`, `:branch`, `--prune`); more as lines `- <shell glob>` under `## Requires approval` in
- * COORDINATION.md, matched against the whole command (bash-style globs, picomatch, `*` crosses
- * `/`).
+ * Which Bash commands wait for a person (contract §11, §19): by default a force push (`--force`,
+ * `-f`, `--force-with-lease`, a `+refspec`, `--mirror`) and the deletion of a remote branch
+ * (`--delete`, `-d`, `:branch`, `--prune`); more as lines `- <shell glob>` under `## Requires
+ * approval` in COORDINATION.md (bash-style globs, picomatch, `*` crosses `/`); and every command the
+ * rules cannot read, held as "unreadable" (`unreadable_command`) with the reason the person reads.
  *
- * These rules are guard rails for a cooperating agent, not the security boundary (contract §11a):
- * a hostile session can always write a script file and run it, or push from a program of its
- * own. The boundary is the session's isolation: it holds no git credential, runs as its own user,
- * and the runner alone pushes. So the rules aim at the ways an agent really writes a push, with
- * few false alarms:
+ * The command line is parsed by tree-sitter's bash grammar (npm `web-tree-sitter` and
+ * `tree-sitter-bash`, both WASM), not by a parser of our own. Measured against `sh-syntax` (mvdan/sh
+ * as WASM) on this module's test lines, issue 43's list among them (`deno task approval-parser`,
+ * docs/benchmarks.md): both parse the same lines and reject the same broken ones, but sh-syntax's
+ * JavaScript API hands back only statements and positions — a command's words, its pipelines,
+ * functions and substitutions come back as `{Pos, End}` — so reading a simple command would mean
+ * lexing it ourselves again; and it starts its Go runtime anew for every parse (~11 ms each, and
+ * every `bash -c` script is another parse), where tree-sitter loads once per hook run (~40 ms, the
+ * same as sh-syntax's first parse) and then parses a line in a tenth of a millisecond.
+ * tree-sitter always yields a tree: a line with an `ERROR` or missing node is unreadable. One known
+ * misreading is corrected here: words after a redirection (`git push >/dev/null -f`) are the
+ * command's arguments, not the redirection's.
  *
- * - The command line is read as bash reads it (quotes, escapes, `;` `&&` `||` `|` `&` and
- *   newlines, subshells and `{ }`, `if`/`for`/`while` bodies, redirections, here-documents), and
- *   every simple command is looked at, those inside `$(…)`, backticks and `<(…)` too.
- * - The command word is found behind assignments and behind wrappers that run a command, each
- *   with its own options and operands (`sudo -u x`, `env -i A=1`, `timeout -s KILL 5m`,
- *   `nice -n 5`, `xargs`, `stdbuf -oL`, `nohup`, `command -p`, `find -exec` …); the script of
- *   `bash -c` / `sh -c` / `zsh -c`, `eval`'s joined arguments, `watch`, `ssh`, `su -c` and a shell
- *   fed a here-document are read in turn.
- * - `git`'s global options are skipped; an alias defined on the command line (`git -c alias.p=…`,
- *   `GIT_CONFIG_KEY_<n>`) is expanded, a `!` alias read as a shell script; `git config alias.x …`
- *   that would force push or delete, `git submodule foreach` and `git rebase --exec` are read too.
- * - A `git` that is only an argument (`echo git push -f`, `grep "git push -f"`) is no push.
- * - What cannot be read is asked about: a line that mentions `push` anywhere and whose command
- *   word or git subcommand comes from a variable or a substitution (`$G push -f`,
- *   `git $(echo push) -f`), which pipes into a shell, or which does not parse.
+ * Each simple command is read as bash runs it: quotes and escapes removed, assignments, wrappers
+ * (`env`, `command`, `sudo`, `nice`, `timeout`, `nohup`, `time`, `exec`, `builtin`, … each with its
+ * own options) and git's global options (`-C <dir>`, `-c <key>=<value>`, `--git-dir` …) read, and
+ * the scripts of `bash -c`, a here-document or here-string fed to a shell, `find -exec`,
+ * `git submodule foreach`, `git rebase -x`, `watch`, `ssh`, `su -c` read in turn. The globs are
+ * matched against each simple command as written (quotes removed) and as normalised (wrappers and
+ * git's global options gone), so `git  reset --hard`, `cd . && git reset --hard` and
+ * `git -C . reset --hard` all match `git reset --hard*`.
+ *
+ * What cannot be read is held: a shell function or alias defined in the command, `xargs` (but for
+ * programs that run nothing else, like `grep`), `source`/`.`, `eval`, process substitution,
+ * `coproc`, code handed to an interpreter (`python -c`, `perl -e`, `node -e`, `ruby -e`, `awk`
+ * that runs programs), a shell reading commands from a pipe or a variable, a command name or git
+ * subcommand that comes from an expansion or a pattern, git configuration set by the command
+ * (`git config` with another git command, `GIT_CONFIG_*` variables, `git -c alias.*`), and a line
+ * that does not parse. These rules remain guard rails for a cooperating agent (contract §11a): a
+ * session can always write a script file and run it; the boundary is the session's isolation.
  */
 // @ts-types="npm:@types/picomatch@4.0.3"
 import picomatch from "picomatch";
+import type { BashParser, Node } from "./shell_parser.ts";
 
 export interface ApprovalRules {
   /** The globs COORDINATION.md adds. */
@@ -61,7 +71,7 @@ export function parseApprovalRules(coordinationMd: string): ApprovalRules {
 }
 
 /** What reading a command line found. */
-type Finding = "force" | "mirror" | "delete" | "prune" | "unreadable";
+type Finding = "force" | "mirror" | "delete" | "prune";
 
 const DEFAULT_RULES: [Finding, RuleMatch][] = [
   ["force", {
@@ -86,21 +96,38 @@ const DEFAULT_RULES: [Finding, RuleMatch][] = [
   }],
 ];
 
-const UNREADABLE: RuleMatch = {
-  action: "run_command",
-  reason: "it cannot be read: it mentions push, and its command or git subcommand comes from a " +
-    "variable or a substitution, it feeds a shell from a pipe, or it does not parse",
-  risk: "high",
-};
+/** An unreadable command's action, and the start of its reason, which the person reads. */
+export const UNREADABLE = {
+  action: "unreadable_command",
+  reason: "unreadable, the approval rules cannot tell what it runs",
+} as const;
 
 /** The rule a Bash command falls under, or undefined when it may run without asking. */
-export function matchApprovalRule(command: string, rules: ApprovalRules): RuleMatch | undefined {
-  const found = new Set<Finding>();
-  readScript(command, { found, depth: 0, git: undefined });
-  for (const [finding, match] of DEFAULT_RULES) if (found.has(finding)) return { ...match };
-  const whole = command.trim();
+export function matchApprovalRule(
+  command: string,
+  rules: ApprovalRules,
+  shell: BashParser,
+): RuleMatch | undefined {
+  const reading = newReading(shell);
+  readScript(command, reading);
+  if (reading.gitConfigSet && reading.gitCommands > 0) {
+    reading.unreadable.add(
+      `it sets git configuration (\`${reading.gitConfigSet}\`) and runs git in the same command`,
+    );
+  }
+  for (const [finding, match] of DEFAULT_RULES) {
+    if (reading.found.has(finding)) return { ...match };
+  }
+  if (reading.unreadable.size > 0) {
+    return {
+      action: UNREADABLE.action,
+      reason: `${UNREADABLE.reason}: ${[...reading.unreadable].slice(0, 3).join("; ")}`,
+      risk: "high",
+    };
+  }
   for (const glob of rules.globs) {
-    if (picomatch.isMatch(whole, glob, { bash: true, dot: true, nocase: false })) {
+    const isMatch = picomatch(glob, { bash: true, dot: true, nocase: false });
+    if (reading.simpleCommands.some((simple) => isMatch(simple))) {
       return {
         action: "run_command",
         reason: `COORDINATION.md requires approval for \`${glob}\``,
@@ -108,47 +135,28 @@ export function matchApprovalRule(command: string, rules: ApprovalRules): RuleMa
       };
     }
   }
-  if (found.has("unreadable") && /push/i.test(command)) return { ...UNREADABLE };
   return undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reading a command line as bash would: simple commands, each a list of words.
+// Words, as bash makes them from the syntax tree.
 
 interface Word {
-  /** The word after quote removal; an expansion stays as written (`$G`, `$(…)`, `` `…` ``). */
+  /** The word after quote removal; an expansion stays as written (`$G`, `$(…)`). */
   text: string;
-  /** Part of it comes from a variable or a substitution. */
+  /** Part of it comes from a variable, a substitution or arithmetic. */
   expanded: boolean;
-  /** Part of it was quoted or escaped (so it is no reserved word). */
-  quoted: boolean;
+  /** Unquoted, it is a pattern bash may replace (`pu?h`, `pu{sh,ll}`). */
+  pattern: boolean;
 }
 
-interface SimpleCommand {
-  words: Word[];
-  /** What a here-document or a here-string feeds it. */
-  stdin?: string;
-}
-
-interface Parsed {
-  /** Every simple command, those of substitutions included, in no particular order. */
-  commands: SimpleCommand[];
-  /** Something did not parse (an unterminated quote or substitution, or nesting too deep). */
-  broken: boolean;
-  /** How many command lists deep the reading is (substitutions in substitutions). */
-  nesting: number;
-}
-
-function parseShell(source: string): Parsed {
-  const parsed: Parsed = { commands: [], broken: false, nesting: 0 };
-  new Lexer(source, parsed).list(false);
-  return parsed;
-}
-
-const METACHARACTERS = " \t\n;&|()<>";
-/** Substitutions nested deeper than this are not read (the line is then unreadable). */
-const MAX_NESTING = 64;
-const REDIRECTIONS = ["&>>", "&>", "<<<", "<<-", "<<", "<>", "<&", "<", ">>", ">&", ">|", ">"];
+const EXPANSIONS = new Set([
+  "simple_expansion",
+  "expansion",
+  "command_substitution",
+  "process_substitution",
+  "arithmetic_expansion",
+]);
 const ANSI_C_ESCAPES: Record<string, string> = {
   n: "\n",
   t: "\t",
@@ -165,361 +173,220 @@ const ANSI_C_ESCAPES: Record<string, string> = {
   "?": "?",
 };
 
-class Lexer {
-  private pos = 0;
-  private heredocs: {
-    delimiter: string;
-    stripTabs: boolean;
-    expands: boolean;
-    to: SimpleCommand;
-  }[] = [];
+function wordOf(node: Node): Word {
+  const word: Word = { text: "", expanded: false, pattern: false };
+  addTo(word, node);
+  return word;
+}
 
-  constructor(private readonly src: string, private readonly out: Parsed) {}
-
-  /** Commands until the end or, `nested`, the `)` that closes a `$(` or `<(`. */
-  list(nested: boolean): void {
-    if (this.out.nesting >= MAX_NESTING) {
-      this.out.broken = true;
-      this.pos = this.src.length;
+function addTo(word: Word, node: Node): void {
+  switch (node.type) {
+    case "word":
+    case "number":
+    case "variable_name": {
+      const text = node.text;
+      if (/(?<!\\)[*?[]|(?<!\\)\{[^}]*(,|\.\.)[^}]*\}/.test(text)) word.pattern = true;
+      word.text += text.replace(/\\\n/g, "").replace(/\\(.)/gs, "$1");
       return;
     }
-    this.out.nesting++;
-    try {
-      this.commands(nested);
-    } finally {
-      this.out.nesting--;
-    }
-  }
-
-  private commands(nested: boolean): void {
-    let command: SimpleCommand = { words: [] };
-    let depth = 0;
-    const flush = () => {
-      if (command.words.length > 0 || command.stdin !== undefined) this.out.commands.push(command);
-      command = { words: [] };
-    };
-    for (;;) {
-      this.skipBlanks();
-      const c = this.src[this.pos];
-      if (c === undefined) {
-        if (nested) this.out.broken = true;
-        flush();
-        return;
-      }
-      if (c === "#") {
-        while (this.pos < this.src.length && this.src[this.pos] !== "\n") this.pos++;
-      } else if (c === "\n") {
-        this.pos++;
-        flush();
-        this.readHeredocs();
-      } else if (c === "(") {
-        this.pos++;
-        flush();
-        depth++;
-      } else if (c === ")") {
-        this.pos++;
-        flush();
-        // An unmatched `)` ends the substitution; at the top it is a `case` pattern's.
-        if (depth === 0 && nested) return;
-        depth = Math.max(0, depth - 1);
-      } else if (
-        ((c === "<" || c === ">") && this.src[this.pos + 1] !== "(") ||
-        (c === "&" && this.src[this.pos + 1] === ">")
-      ) {
-        this.redirection(command);
-      } else if (c === ";" || c === "&" || c === "|") {
-        while (";&|".includes(this.src[this.pos] ?? "x")) this.pos++;
-        flush();
-      } else {
-        const word = this.word();
-        const next = this.src[this.pos];
-        // `2>&1`, `{fd}>file`: a descriptor, not a word.
-        if (
-          (next === "<" || next === ">") && !word.quoted && !word.expanded &&
-          /^(\d+|\{[A-Za-z_]\w*\})$/.test(word.text)
-        ) this.redirection(command);
-        else command.words.push(word);
-      }
-    }
-  }
-
-  /** The text of a here-document body with expansions: the substitutions in it run. */
-  expansions(): void {
-    while (this.pos < this.src.length) {
-      const c = this.src[this.pos];
-      const scratch: Word = { text: "", expanded: false, quoted: false };
-      if (c === "\\") this.pos += 2;
-      else if (c === "$") this.dollar(scratch, true);
-      else if (c === "`") this.backtick(scratch);
-      else this.pos++;
-    }
-  }
-
-  private skipBlanks(): void {
-    for (;;) {
-      const c = this.src[this.pos];
-      if (c === " " || c === "\t") this.pos++;
-      else if (c === "\\" && this.src[this.pos + 1] === "\n") this.pos += 2;
-      else return;
-    }
-  }
-
-  private redirection(command: SimpleCommand): void {
-    const op = REDIRECTIONS.find((r) => this.src.startsWith(r, this.pos))!;
-    this.pos += op.length;
-    this.skipBlanks();
-    const c = this.src[this.pos];
-    if (
-      c === undefined || " \t\n;&|()".includes(c) ||
-      ((c === "<" || c === ">") && this.src[this.pos + 1] !== "(")
-    ) {
-      this.out.broken = true; // a redirection without a target
+    case "raw_string":
+      word.text += node.text.slice(1, -1);
       return;
-    }
-    const target = this.word();
-    if (op === "<<" || op === "<<-") {
-      this.heredocs.push({
-        delimiter: target.text,
-        stripTabs: op === "<<-",
-        expands: !target.quoted,
-        to: command,
-      });
-    } else if (op === "<<<") command.stdin = target.text;
-  }
-
-  /** The bodies of the here-documents of the line that just ended. */
-  private readHeredocs(): void {
-    for (const heredoc of this.heredocs) {
-      let body = "";
-      while (this.pos < this.src.length) {
-        let end = this.src.indexOf("\n", this.pos);
-        if (end < 0) end = this.src.length;
-        let line = this.src.slice(this.pos, end);
-        this.pos = end + 1;
-        if (heredoc.stripTabs) line = line.replace(/^\t+/, "");
-        if (line === heredoc.delimiter) break;
-        body += `${line}\n`;
+    case "ansi_c_string":
+      word.text += ansiC(node.text.slice(2, -1));
+      return;
+    case "string":
+    case "translated_string":
+      for (const part of node.namedChildren) {
+        if (part.type === "string_content") {
+          word.text += part.text.replace(/\\\n/g, "").replace(/\\([$`"\\])/g, "$1");
+        } else addTo(word, part);
       }
-      heredoc.to.stdin = body;
-      if (heredoc.expands) new Lexer(body, this.out).expansions();
-    }
-    this.heredocs = [];
-  }
-
-  private word(): Word {
-    const word: Word = { text: "", expanded: false, quoted: false };
-    for (;;) {
-      const c = this.src[this.pos];
-      if (c === undefined) return word;
-      if (c === "<" || c === ">") {
-        if (this.src[this.pos + 1] !== "(") return word;
-        // A process substitution, `<(…)`.
-        this.pos += 2;
-        this.list(true);
-        word.text += `${c}(…)`;
-        word.expanded = true;
-      } else if (METACHARACTERS.includes(c)) {
-        return word;
-      } else if (c === "\\") {
-        const next = this.src[this.pos + 1];
-        this.pos += 2;
-        if (next !== "\n" && next !== undefined) {
-          word.text += next;
-          word.quoted = true;
-        }
-      } else if (c === "'") {
-        const end = this.src.indexOf("'", this.pos + 1);
-        word.quoted = true;
-        if (end < 0) {
-          this.out.broken = true;
-          word.text += this.src.slice(this.pos + 1);
-          this.pos = this.src.length;
-        } else {
-          word.text += this.src.slice(this.pos + 1, end);
-          this.pos = end + 1;
-        }
-      } else if (c === '"') {
-        this.double(word);
-      } else if (c === "$") {
-        this.dollar(word, false);
-      } else if (c === "`") {
-        this.backtick(word);
-      } else {
-        word.text += c;
-        this.pos++;
-      }
-    }
-  }
-
-  /** `"…"`, from its opening quote. */
-  private double(word: Word): void {
-    word.quoted = true;
-    this.pos++;
-    for (;;) {
-      const c = this.src[this.pos];
-      if (c === undefined) {
-        this.out.broken = true;
-        return;
-      }
-      if (c === '"') {
-        this.pos++;
-        return;
-      }
-      if (c === "\\") {
-        const next = this.src[this.pos + 1];
-        if (next !== undefined && '$`"\\\n'.includes(next)) {
-          if (next !== "\n") word.text += next;
-          this.pos += 2;
-        } else {
-          word.text += c;
-          this.pos++;
-        }
-      } else if (c === "$") {
-        this.dollar(word, true);
-      } else if (c === "`") {
-        this.backtick(word);
-      } else {
-        word.text += c;
-        this.pos++;
-      }
-    }
-  }
-
-  /** What a `$` starts: a substitution, a parameter, `$'…'`, `$"…"`, or a plain `$`. */
-  private dollar(word: Word, inDouble: boolean): void {
-    const next = this.src[this.pos + 1];
-    if (next === "(") {
-      // `$(…)`; `$((…))` reads as a substitution holding a subshell, which does no harm.
-      this.pos += 2;
-      this.list(true);
-      word.text += "$(…)";
+      return;
+    case "concatenation":
+      for (const part of node.namedChildren) addTo(word, part);
+      // Brace expansion is split into words by the grammar: `pu{sh,ll}`.
+      if (/(?<!\\)\{[^}]*(,|\.\.)[^}]*\}/.test(node.text)) word.pattern = true;
+      return;
+    default:
+      // Expansions, and anything the grammar names that is not plain text.
+      word.text += node.text;
       word.expanded = true;
-    } else if (next === "{") {
-      this.pos += 2;
-      this.braced();
-      word.text += "${…}";
-      word.expanded = true;
-    } else if (next === "'" && !inDouble) {
-      this.pos += 2;
-      this.ansiC(word);
-    } else if (next === '"' && !inDouble) {
-      this.pos++;
-      this.double(word);
-    } else if (next !== undefined && /[A-Za-z_]/.test(next)) {
-      const name = /[A-Za-z_]\w*/y;
-      name.lastIndex = this.pos + 1;
-      const match = name.exec(this.src)![0];
-      word.text += `$${match}`;
-      word.expanded = true;
-      this.pos += 1 + match.length;
-    } else if (next !== undefined && /[0-9@*#?$!-]/.test(next)) {
-      word.text += `$${next}`;
-      word.expanded = true;
-      this.pos += 2;
-    } else {
-      word.text += "$";
-      this.pos++;
-    }
   }
+}
 
-  /** `${…}` after its `${`: skipped, but the substitutions inside it are read. */
-  private braced(): void {
-    for (;;) {
-      const c = this.src[this.pos];
-      const scratch: Word = { text: "", expanded: false, quoted: false };
-      if (c === undefined) {
-        this.out.broken = true;
-        return;
-      }
-      if (c === "}") {
-        this.pos++;
-        return;
-      }
-      if (c === "\\") this.pos += 2;
-      else if (c === '"') this.double(scratch);
-      else if (c === "$") this.dollar(scratch, true);
-      else if (c === "`") this.backtick(scratch);
-      else if (c === "'") {
-        const end = this.src.indexOf("'", this.pos + 1);
-        if (end < 0) {
-          this.out.broken = true;
-          this.pos = this.src.length;
-          return;
-        }
-        this.pos = end + 1;
-      } else this.pos++;
-    }
-  }
+function ansiC(body: string): string {
+  return body.replace(
+    /\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|.)/gs,
+    (_, escape: string) => {
+      const radix = /^[xuU]/.test(escape) ? 16 : /^[0-7]/.test(escape) ? 8 : 0;
+      if (radix === 0) return ANSI_C_ESCAPES[escape] ?? `\\${escape}`;
+      const digits = radix === 16 ? escape.slice(1) : escape;
+      return String.fromCodePoint(Math.min(parseInt(digits, radix), 0x10ffff));
+    },
+  );
+}
 
-  /** `$'…'` after its `$'`, its escapes decoded. */
-  private ansiC(word: Word): void {
-    word.quoted = true;
-    for (;;) {
-      const c = this.src[this.pos];
-      if (c === undefined) {
-        this.out.broken = true;
-        return;
-      }
-      if (c === "'") {
-        this.pos++;
-        return;
-      }
-      if (c !== "\\") {
-        word.text += c;
-        this.pos++;
-        continue;
-      }
-      const escape = /x([0-9a-fA-F]{1,2})|u([0-9a-fA-F]{1,4})|U([0-9a-fA-F]{1,8})|([0-7]{1,3})/y;
-      escape.lastIndex = this.pos + 1;
-      const code = escape.exec(this.src);
-      if (code) {
-        const [, hex, u4, u8, octal] = code;
-        const digits = hex ?? u4 ?? u8;
-        const point = digits === undefined ? parseInt(octal!, 8) : parseInt(digits, 16);
-        word.text += String.fromCodePoint(Math.min(point, 0x10ffff));
-        this.pos += 1 + code[0].length;
-      } else {
-        const next = this.src[this.pos + 1] ?? "";
-        word.text += ANSI_C_ESCAPES[next] ?? `\\${next}`;
-        this.pos += 2;
-      }
-    }
-  }
+function literal(text: string): Word {
+  return { text, expanded: false, pattern: false };
+}
 
-  /** `` `…` ``, from its opening backtick: its text, unescaped, is read as a command line. */
-  private backtick(word: Word): void {
-    this.pos++;
-    let inner = "";
-    for (;;) {
-      const c = this.src[this.pos];
-      if (c === undefined) {
-        this.out.broken = true;
-        break;
-      }
-      this.pos++;
-      if (c === "`") break;
-      const next = this.src[this.pos];
-      if (c === "\\" && next !== undefined && "`\\$".includes(next)) {
-        inner += next;
-        this.pos++;
-      } else inner += c;
-    }
-    new Lexer(inner, this.out).list(false);
-    word.text += "`…`";
-    word.expanded = true;
+function show(words: Word[]): string {
+  return words.map((w) => w.text).join(" ");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading a command line: every simple command in its syntax tree.
+
+/** Deeper than this (wrappers in wrappers, scripts in scripts): unreadable. */
+const MAX_DEPTH = 12;
+
+/** What reading one command line found, shared by every script read inside it. */
+interface Reading {
+  shell: BashParser;
+  found: Set<Finding>;
+  /** Why it cannot be read, as the person reads it. */
+  unreadable: Set<string>;
+  /** Each simple command as written and as normalised, for the globs. */
+  simpleCommands: string[];
+  /** A `git config` that sets something, as written. */
+  gitConfigSet: string | undefined;
+  /** Git commands other than those setting configuration. */
+  gitCommands: number;
+  depth: number;
+}
+
+function newReading(shell: BashParser): Reading {
+  return {
+    shell,
+    found: new Set(),
+    unreadable: new Set(),
+    simpleCommands: [],
+    gitConfigSet: undefined,
+    gitCommands: 0,
+    depth: 0,
+  };
+}
+
+function deeper<T>(reading: Reading, read: () => T): T | undefined {
+  if (reading.depth >= MAX_DEPTH) {
+    reading.unreadable.add("it nests scripts and wrappers too deep to follow");
+    return undefined;
   }
+  reading.depth++;
+  try {
+    return read();
+  } finally {
+    reading.depth--;
+  }
+}
+
+function readScript(script: string, reading: Reading): void {
+  deeper(reading, () =>
+    reading.shell.parse(script, (root) => {
+      if (root.hasError) reading.unreadable.add("it does not parse as bash");
+      walk(root, reading);
+    }));
+}
+
+/** Every node: simple commands are read, what cannot be read noted. */
+function walk(node: Node, reading: Reading): void {
+  switch (node.type) {
+    case "command":
+      readCommandNode(node, reading);
+      break;
+    case "function_definition": {
+      const name = node.childForFieldName("name")?.text ?? "";
+      reading.unreadable.add(`it defines a shell function (\`${name}\`), whose calls run its body`);
+      break;
+    }
+    case "process_substitution":
+      reading.unreadable.add(`it runs a process substitution (\`${clip(node.text)}\`)`);
+      break;
+    case "variable_assignment":
+      assignment(node.childForFieldName("name")?.text ?? "", reading);
+      break;
+  }
+  for (const child of node.namedChildren) walk(child, reading);
+}
+
+function clip(text: string): string {
+  return text.length > 60 ? `${text.slice(0, 57)}…` : text;
+}
+
+/** `GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_<n>`, `GIT_CONFIG_PARAMETERS` … configure every git run. */
+function assignment(name: string, reading: Reading): void {
+  if (/^GIT_CONFIG/.test(name)) {
+    reading.unreadable.add(`it sets ${name}, git configuration for the git it runs`);
+  }
+}
+
+/** What a here-document or here-string feeds a command, when it can be known. */
+interface Stdin {
+  /** The text, or undefined when it comes from a pipe, a file or an expansion. */
+  text: string | undefined;
+}
+
+function readCommandNode(node: Node, reading: Reading): void {
+  const name = node.childForFieldName("name");
+  if (!name) return; // assignments alone: walk() reads them
+  const words = [wordOf(name.namedChildren[0] ?? name)];
+  for (const argument of node.childrenForFieldName("argument")) words.push(wordOf(argument));
+  let stdin: Stdin | undefined;
+  const redirects = [...node.childrenForFieldName("redirect")];
+  const parent = node.parent;
+  if (parent?.type === "redirected_statement" && parent.childForFieldName("body")?.id === node.id) {
+    redirects.push(...parent.childrenForFieldName("redirect"));
+  }
+  for (const redirect of redirects) {
+    if (redirect.type === "file_redirect") {
+      // tree-sitter-bash gives words after a redirection to it; bash gives them to the command.
+      const destinations = redirect.childrenForFieldName("destination");
+      for (const extra of destinations.slice(1)) words.push(wordOf(extra));
+      if (/^\d*</.test(redirect.text) && !/^\d*<[&>]/.test(redirect.text)) {
+        stdin = { text: undefined };
+      }
+    } else if (redirect.type === "herestring_redirect") {
+      const value = redirect.namedChildren.at(-1);
+      const word = value ? wordOf(value) : undefined;
+      stdin = { text: word && !word.expanded ? word.text : undefined };
+    } else if (redirect.type === "heredoc_redirect") {
+      const body = redirect.namedChildren.find((n) => n.type === "heredoc_body");
+      const expands = body?.namedChildren.some((n) => EXPANSIONS.has(n.type)) ?? false;
+      stdin = { text: expands ? undefined : body?.text ?? "" };
+    }
+  }
+  readCommand(words, stdin, reading);
 }
 
 // ---------------------------------------------------------------------------------------------
 // What each simple command runs.
 
-/** Deeper than this (wrappers in wrappers, scripts in scripts, aliases in aliases): unreadable. */
-const MAX_DEPTH = 12;
-
-/** Words that open or continue a compound command: the command follows them. */
-const KEYWORDS = new Set(["if", "then", "elif", "else", "do", "while", "until", "!", "{", "}"]);
+/** Words that open or continue a compound command the grammar leaves in a command. */
+const KEYWORDS = new Set(["{", "}", "!", "do", "done", "then", "fi", "else"]);
 const ASSIGNMENT = /^[A-Za-z_]\w*(\[[^\]]*\])?\+?=/;
 const SHELLS = new Set(["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish"]);
+
+/** Programs that run nothing else whatever their arguments: `xargs` may feed them. */
+const RUNS_NOTHING = new Set(
+  ("grep egrep fgrep rg wc cat head tail ls stat file du md5sum sha1sum sha256sum basename " +
+    "dirname echo printf").split(" "),
+);
+
+/** Interpreters, and the options that hand them code on the command line. */
+const INTERPRETERS: [RegExp, string[]][] = [
+  [/^python[0-9.]*$|^pypy[0-9.]*$/, ["-c"]],
+  [/^perl[0-9.]*$/, ["-e", "-E"]],
+  [/^(node|nodejs|bun)$/, ["-e", "--eval", "-p", "--print"]],
+  [/^ruby[0-9.]*$/, ["-e"]],
+  [/^php[0-9.]*$/, ["-r"]],
+  [/^lua[0-9.]*$/, ["-e"]],
+  [/^(tclsh|wish)$/, []],
+  [/^osascript$/, ["-e"]],
+];
+const AWKS = new Set(["awk", "gawk", "mawk", "nawk", "busybox-awk"]);
+/** awk that runs programs: `system(…)`, `print | "cmd"`, `"cmd" | getline`, `|&`. */
+const AWK_RUNS = /\bsystem\s*\(|\|\s*"|"\s*\||\|&|\|\s*[A-Za-z_]\w*\s*$/m;
 
 interface Wrapper {
   /** Short options that take a value, attached (`-n5`) or as the next word. */
@@ -573,17 +440,6 @@ const WRAPPERS = new Map<string, Wrapper>([
   ["ionice", { short: "cnpPu", long: ["--class", "--classdata", "--pid", "--pgid", "--uid"] }],
   ["chrt", { short: "DPT", operands: 1 }],
   ["taskset", { operands: 1 }],
-  ["xargs", {
-    short: "adEILnPs",
-    long: [
-      "--arg-file",
-      "--delimiter",
-      "--max-args",
-      "--max-chars",
-      "--max-procs",
-      "--process-slot-var",
-    ],
-  }],
   ["stdbuf", { short: "eio", long: ["--error", "--input", "--output"] }],
   ["setsid", {}],
   ["chronic", {}],
@@ -612,105 +468,79 @@ const WRAPPERS = new Map<string, Wrapper>([
   }],
 ]);
 
-/** Where a command is read. */
-interface Reading {
-  /** What was found so far, shared by every reading of one command line. */
-  found: Set<Finding>;
-  /** How many scripts, wrappers and aliases deep. */
-  depth: number;
-  /** Configuration an enclosing `git -c` passes on to the commands it runs (a `!` alias). */
-  git: GitConfig | undefined;
+/** A simple command's words (assignments first, then the command and its arguments). */
+function readCommand(words: Word[], stdin: Stdin | undefined, reading: Reading): void {
+  deeper(reading, () => {
+    let i = 0;
+    while (i < words.length && KEYWORDS.has(words[i]!.text) && !words[i]!.expanded) i++;
+    for (; i < words.length && ASSIGNMENT.test(words[i]!.text); i++) {
+      assignment(words[i]!.text.slice(0, words[i]!.text.search(/\[|\+?=/)), reading);
+    }
+    const word = words[i];
+    if (!word) return;
+    if (word.expanded) {
+      reading.unreadable.add(
+        `its command name comes from a variable or a substitution (\`${
+          clip(show(words.slice(i)))
+        }\`)`,
+      );
+      return;
+    }
+    if (word.pattern) {
+      reading.unreadable.add(`its command name is a pattern the shell expands (\`${word.text}\`)`);
+      return;
+    }
+    const name = word.text.slice(word.text.lastIndexOf("/") + 1);
+    const args = words.slice(i + 1);
+    reading.simpleCommands.push(show([literal(name), ...args]));
+    if (name !== word.text) reading.simpleCommands.push(show(words.slice(i)));
+    readProgram(name, args, stdin, reading);
+  });
 }
 
-function deeper(reading: Reading): Reading {
-  return { ...reading, depth: reading.depth + 1 };
-}
-
-/** Too deep to follow: asked about rather than read. */
-function tooDeep(reading: Reading): boolean {
-  if (reading.depth <= MAX_DEPTH) return false;
-  reading.found.add("unreadable");
-  return true;
-}
-
-function readScript(script: string, reading: Reading): void {
-  if (tooDeep(reading)) return;
-  const parsed = parseShell(script);
-  if (parsed.broken) reading.found.add("unreadable");
-  for (const command of parsed.commands) {
-    readCommand(command.words, command.stdin, new Map(), reading);
-  }
-}
-
-function readCommand(
-  words: Word[],
-  stdin: string | undefined,
-  env: Map<string, string>,
-  reading: Reading,
-): void {
-  if (tooDeep(reading)) return;
-  let i = 0;
-  for (; i < words.length && !words[i]!.quoted; i++) {
-    const text = words[i]!.text;
-    if (text === "function") i++; // and its name
-    else if (!KEYWORDS.has(text)) break;
-  }
-  for (; i < words.length && ASSIGNMENT.test(words[i]!.text); i++) assign(env, words[i]!.text);
-  const word = words[i];
-  if (!word) return;
-  if (word.expanded) {
-    reading.found.add("unreadable");
-    return;
-  }
-  const name = word.text.slice(word.text.lastIndexOf("/") + 1);
-  const args = words.slice(i + 1);
+function readProgram(name: string, args: Word[], stdin: Stdin | undefined, reading: Reading) {
+  const held = (why: string) => reading.unreadable.add(why);
   const wrapper = WRAPPERS.get(name);
-  if (name === "git") readGit(args, gitConfig(env, reading.git), reading);
-  else if (SHELLS.has(name)) readShell(args, stdin, reading);
-  else if (name === "eval") readJoined(args, reading);
-  else if (name === "alias") {
-    for (const arg of args) {
-      const eq = arg.text.indexOf("=");
-      if (eq > 0) readScript(arg.text.slice(eq + 1), deeper(reading));
-    }
-  } else if (name === "find") {
-    for (let k = 0; k < args.length; k++) {
-      if (!/^-(exec|execdir|ok|okdir)$/.test(args[k]!.text)) continue;
-      let end = k + 1;
-      while (end < args.length && args[end]!.text !== ";" && args[end]!.text !== "+") end++;
-      readCommand(args.slice(k + 1, end), undefined, new Map(), deeper(reading));
-      k = end;
-    }
-  } else if (wrapper) readWrapper(wrapper, args, stdin, env, reading);
+  if (name === "git") readGit(args, emptyGitConfig(), reading);
+  else if (SHELLS.has(name)) readShell(name, args, stdin, reading);
+  else if (wrapper) readWrapper(wrapper, args, stdin, reading);
+  else if (name === "eval") held(`\`eval\` runs a string as a command (\`${clip(show(args))}\`)`);
+  else if (name === "source" || name === ".") {
+    held(`\`${name}\` runs the commands of a file (\`${clip(show(args))}\`)`);
+  } else if (name === "alias") held(`it defines an alias (\`${clip(show(args))}\`)`);
+  else if (name === "coproc") held("it starts a coprocess (`coproc`)");
+  else if (name === "xargs") readXargs(args, reading);
+  else if (name === "trap") {
+    const action = args.find((w) => !w.text.startsWith("-"));
+    if (action) readScriptWord(action, `trap`, reading);
+  } else if (name === "find") readFind(args, reading);
+  else if (AWKS.has(name)) readAwk(name, args, reading);
+  else readInterpreter(name, args, stdin, reading);
 }
 
-function assign(env: Map<string, string>, assignment: string): void {
-  const eq = assignment.indexOf("=");
-  env.set(assignment.slice(0, eq).replace(/\+$/, ""), assignment.slice(eq + 1));
+/** A command line given as a word (`bash -c`, `su -c`); from an expansion it cannot be read. */
+function readScriptWord(word: Word, what: string, reading: Reading): void {
+  if (word.expanded) {
+    reading.unreadable.add(`${what} is given a script from a variable or a substitution`);
+  } else readScript(word.text, reading);
 }
 
-/** A command line given as a word (`bash -c`, `flock -c`); from a variable it cannot be read. */
-function readScriptWord(word: Word | undefined, reading: Reading, text = word?.text): void {
-  if (word?.expanded) reading.found.add("unreadable");
-  if (text !== undefined) readScript(text, deeper(reading));
+/** Words run as one command line, joined by spaces (`watch`, `ssh`, `submodule foreach`). */
+function readJoined(words: Word[], what: string, reading: Reading): void {
+  readScriptWord(
+    { text: show(words), expanded: words.some((w) => w.expanded), pattern: false },
+    what,
+    reading,
+  );
 }
 
-/** Words run as one command line, joined by spaces (`eval`, `watch`, `ssh`). */
-function readJoined(words: Word[], reading: Reading): void {
-  if (words.some((w) => w.expanded)) reading.found.add("unreadable");
-  readScript(words.map((w) => w.text).join(" "), deeper(reading));
-}
-
-function readWrapper(
-  spec: Wrapper,
-  args: Word[],
-  stdin: string | undefined,
-  env: Map<string, string>,
-  reading: Reading,
-): void {
+function readWrapper(spec: Wrapper, args: Word[], stdin: Stdin | undefined, reading: Reading) {
   let operands = spec.operands ?? 0;
   let options = true;
   let j = 0;
+  const script = (word: Word | undefined, text: string) => {
+    if (word) readScriptWord({ ...word, text }, "a wrapper's script option", reading);
+  };
   while (j < args.length) {
     const arg = args[j]!;
     const text = arg.text;
@@ -718,7 +548,7 @@ function readWrapper(
       options = false;
       j++;
     } else if (options && spec.assignments && ASSIGNMENT.test(text)) {
-      assign(env, text);
+      assignment(text.slice(0, text.search(/\[|\+?=/)), reading);
       j++;
     } else if (options && text.startsWith("-")) {
       if (text.startsWith("--")) {
@@ -726,10 +556,10 @@ function readWrapper(
         const name = eq < 0 ? text : text.slice(0, eq);
         const isScript = spec.script?.includes(name) ?? false;
         if (eq >= 0) {
-          if (isScript) readScriptWord(arg, reading, text.slice(eq + 1));
+          if (isScript) script(arg, text.slice(eq + 1));
         } else if (isScript || spec.long?.includes(name)) {
           j++;
-          if (isScript) readScriptWord(args[j], reading);
+          if (isScript) script(args[j], args[j]?.text ?? "");
         }
       } else {
         // Bundled short options (`-oL`, `-n5`); one that takes a value ends the bundle.
@@ -737,10 +567,10 @@ function readWrapper(
           const isScript = spec.script?.includes(`-${text[k]}`) ?? false;
           if (!isScript && !spec.short?.includes(text[k]!)) continue;
           if (k + 1 < text.length) {
-            if (isScript) readScriptWord(arg, reading, text.slice(k + 1));
+            if (isScript) script(arg, text.slice(k + 1));
           } else {
             j++;
-            if (isScript) readScriptWord(args[j], reading);
+            if (isScript) script(args[j], args[j]?.text ?? "");
           }
           break;
         }
@@ -753,12 +583,12 @@ function readWrapper(
   }
   const command = args.slice(j);
   if (spec.scriptOnly || command.length === 0) return;
-  if (spec.joins) readJoined(command, reading);
-  else readCommand(command, stdin, env, deeper(reading));
+  if (spec.joins) readJoined(command, "a command run elsewhere", reading);
+  else readCommand(command, stdin, reading);
 }
 
 /** `bash [options] -c script`, a shell fed a here-document, or one reading a pipe. */
-function readShell(args: Word[], stdin: string | undefined, reading: Reading): void {
+function readShell(name: string, args: Word[], stdin: Stdin | undefined, reading: Reading) {
   let fromArgument = false;
   let fromStdin = false;
   let j = 0;
@@ -770,13 +600,13 @@ function readShell(args: Word[], stdin: string | undefined, reading: Reading): v
     }
     if (text.startsWith("--")) {
       const eq = text.indexOf("=");
-      const name = eq < 0 ? text : text.slice(0, eq);
-      if (name === "--command") { // fish
-        if (eq < 0) readScriptWord(args[j + 1], reading);
-        else readScriptWord(args[j], reading, text.slice(eq + 1));
+      const option = eq < 0 ? text : text.slice(0, eq);
+      if (option === "--command") { // fish
+        const value = eq < 0 ? args[j + 1] : { ...args[j]!, text: text.slice(eq + 1) };
+        if (value) readScriptWord(value, `\`${name} --command\``, reading);
         return;
       }
-      if (eq < 0 && ["--rcfile", "--init-file", "--emulate"].includes(name)) j++;
+      if (eq < 0 && ["--rcfile", "--init-file", "--emulate"].includes(option)) j++;
       continue;
     }
     if (!/^[-+]./.test(text)) break;
@@ -787,43 +617,121 @@ function readShell(args: Word[], stdin: string | undefined, reading: Reading): v
     }
   }
   const operands = args.slice(j);
-  if (fromArgument) readScriptWord(operands[0], reading);
-  else if (operands.length > 0 && !fromStdin) {
+  if (fromArgument) {
+    if (operands[0]) readScriptWord(operands[0], `\`${name} -c\``, reading);
+  } else if (operands.length > 0 && !fromStdin) {
     // A script file: not read (a guard rail, contract §11a).
-  } else if (stdin !== undefined) readScript(stdin, deeper(reading));
-  else reading.found.add("unreadable"); // commands from a pipe or a redirected file
+  } else if (stdin?.text !== undefined) readScript(stdin.text, reading);
+  else reading.unreadable.add(`\`${name}\` reads its commands from its input`);
+}
+
+/** `xargs` runs its command with arguments it reads: only a program that runs nothing is read. */
+function readXargs(args: Word[], reading: Reading): void {
+  // `-e`, `-i` and `-l` take their value attached only (`-i{}`).
+  const WITH_VALUE = "adEILnPs";
+  let j = 0;
+  for (; j < args.length && args[j]!.text.startsWith("-") && args[j]!.text !== "--"; j++) {
+    const text = args[j]!.text;
+    if (!text.startsWith("--") && text.length === 2 && WITH_VALUE.includes(text[1]!)) j++;
+    else if (/^--(arg-file|delimiter|max-args|max-chars|max-procs|process-slot-var)$/.test(text)) {
+      j++;
+    }
+  }
+  if (args[j]?.text === "--") j++;
+  const command = args[j];
+  const name = command?.text.slice(command.text.lastIndexOf("/") + 1) ?? "echo";
+  if (command && (command.expanded || command.pattern || !RUNS_NOTHING.has(name))) {
+    reading.unreadable.add(
+      `\`xargs\` runs \`${clip(show(args.slice(j)))}\` with arguments read from its input`,
+    );
+  } else if (command) reading.simpleCommands.push(show(args.slice(j)));
+}
+
+/** `find … -exec cmd … ;` runs cmd for each file found. */
+function readFind(args: Word[], reading: Reading): void {
+  for (let k = 0; k < args.length; k++) {
+    if (!/^-(exec|execdir|ok|okdir)$/.test(args[k]!.text)) continue;
+    let end = k + 1;
+    while (end < args.length && args[end]!.text !== ";" && args[end]!.text !== "+") end++;
+    const command = args.slice(k + 1, end);
+    if (command[0]?.text.includes("{}")) {
+      reading.unreadable.add("`find -exec` runs the files it finds");
+    } else readCommand(command, undefined, reading);
+    k = end;
+  }
+}
+
+function readAwk(name: string, args: Word[], reading: Reading): void {
+  let j = 0;
+  for (; j < args.length && args[j]!.text.startsWith("-"); j++) {
+    if (args[j]!.text === "-f" || args[j]!.text.startsWith("--file")) return; // a program file
+    if (/^-[vF]$/.test(args[j]!.text)) j++;
+  }
+  const program = args[j];
+  if (program && (program.expanded || AWK_RUNS.test(program.text))) {
+    reading.unreadable.add(`\`${name}\` is given a program that runs commands`);
+  }
+}
+
+/** Code handed to an interpreter on its command line, or through its input, cannot be read. */
+function readInterpreter(
+  name: string,
+  args: Word[],
+  stdin: Stdin | undefined,
+  reading: Reading,
+): void {
+  if ((name === "deno" || name === "bun") && args[0]?.text === "eval") {
+    reading.unreadable.add(`it hands code to an interpreter (\`${name} eval\`)`);
+    return;
+  }
+  const codeOptions = INTERPRETERS.find(([pattern]) => pattern.test(name))?.[1];
+  if (!codeOptions) return;
+  const letters = codeOptions.filter((o) => /^-\w$/.test(o)).map((o) => o[1]!);
+  for (const arg of args) {
+    const long = arg.text.startsWith("--");
+    const option = long ? arg.text.replace(/=.*/s, "") : arg.text.slice(0, 2);
+    // Short options bundle: `perl -ne`, `python -Bc`.
+    const bundled = !long && /^-\w+$/.test(arg.text) &&
+      [...arg.text.slice(1)].some((c) => letters.includes(c));
+    if (codeOptions.includes(option) || bundled) {
+      reading.unreadable.add(
+        `it hands code to an interpreter (\`${name} ${bundled ? arg.text : option}\`)`,
+      );
+      return;
+    }
+    if (arg.text === "-m" || !arg.text.startsWith("-")) return; // a module or a script file
+    if (arg.text === "-") break;
+  }
+  if (stdin !== undefined || args.length === 0 || args.at(-1)?.text === "-") {
+    reading.unreadable.add(`it hands code to an interpreter through its input (\`${name}\`)`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
 // git.
 
 interface GitConfig {
-  /** `alias.<name>` set on the command line, lower-cased; null when its value cannot be read. */
-  aliases: Map<string, string | null>;
-  /** A `-c` whose key comes from a variable: any subcommand may be an alias. */
-  unknownAliases: boolean;
   /** `remote.<name>.push` refspecs set on the command line. */
   pushRefspecs: string[];
   /** `remote.<name>.mirror` set true on the command line. */
   mirror: boolean;
 }
 
+function emptyGitConfig(): GitConfig {
+  return { pushRefspecs: [], mirror: false };
+}
+
 /** Git's global options that take the next word as their value. */
 const GIT_OPTIONS_WITH_VALUE = new Set([
   "-C",
+  "-c",
+  "--config-env",
   "--git-dir",
   "--work-tree",
   "--namespace",
   "--attr-source",
+  "--exec-path",
 ]);
-
-/** Built-in commands, which no alias can hide. */
-const GIT_BUILTINS = new Set(
-  ("add am apply bisect blame branch cat-file checkout cherry-pick clean clone commit config " +
-    "describe diff fetch format-patch grep init log ls-files ls-remote merge mv pull push rebase " +
-    "reflog remote reset restore rev-parse revert rm show stash status submodule switch tag " +
-    "worktree").split(" "),
-);
 
 /** Every `git push` option, for git's abbreviations (`--forc`, `--mir`). */
 const PUSH_OPTIONS = (
@@ -839,124 +747,102 @@ const PUSH_OPTIONS_WITH_VALUE = new Set([
   "push-option",
 ]);
 
-/**
- * The configuration git starts with: what an enclosing git passes on, and what
- * `GIT_CONFIG_KEY_<n>` / `GIT_CONFIG_VALUE_<n>` assignments give it.
- */
-function gitConfig(env = new Map<string, string>(), inherited?: GitConfig): GitConfig {
-  const config: GitConfig = {
-    aliases: new Map(inherited?.aliases),
-    unknownAliases: inherited?.unknownAliases ?? false,
-    pushRefspecs: [...inherited?.pushRefspecs ?? []],
-    mirror: inherited?.mirror ?? false,
-  };
-  for (const [name, key] of env) {
-    const n = /^GIT_CONFIG_KEY_(\d+)$/.exec(name)?.[1];
-    if (n === undefined) continue;
-    const value = env.get(`GIT_CONFIG_VALUE_${n}`);
-    setConfig(config, key, value, /[$`]/.test(value ?? ""));
-  }
-  return config;
-}
-
-function setConfig(
-  config: GitConfig,
-  rawKey: string,
-  value: string | undefined,
-  unreadable: boolean,
-): void {
-  if (/[$`]/.test(rawKey)) {
-    config.unknownAliases = true;
-    return;
-  }
-  const key = rawKey.toLowerCase();
-  if (key.startsWith("alias.")) {
-    config.aliases.set(key.slice("alias.".length), unreadable ? null : value ?? null);
+/** `-c key=value` (no `=`: a boolean true), as it bears on what a push does. */
+function configOption(config: GitConfig, word: Word, reading: Reading): void {
+  const eq = word.text.indexOf("=");
+  const key = (eq < 0 ? word.text : word.text.slice(0, eq)).toLowerCase();
+  const value = eq < 0 ? undefined : word.text.slice(eq + 1);
+  if (word.expanded && !/^[\w.-]+=/.test(word.text)) {
+    reading.unreadable.add(`git is given configuration from a variable (\`-c ${word.text}\`)`);
+  } else if (key.startsWith("alias.")) {
+    reading.unreadable.add(
+      `it defines a git alias on the command line (\`-c ${clip(word.text)}\`)`,
+    );
   } else if (/^remote\..*\.push$/.test(key)) config.pushRefspecs.push(value ?? "");
   else if (/^remote\..*\.mirror$/.test(key)) {
     config.mirror ||= value === undefined || /^(true|yes|on|1)$/i.test(value);
   }
 }
 
-/** `-c key=value` (no `=`: a boolean true). */
-function configOption(config: GitConfig, word: Word): void {
-  const eq = word.text.indexOf("=");
-  const key = eq < 0 ? word.text : word.text.slice(0, eq);
-  setConfig(config, key, eq < 0 ? undefined : word.text.slice(eq + 1), word.expanded);
-}
-
 /** `git [global options] <subcommand> ...`, its arguments after `git`. */
 function readGit(args: Word[], config: GitConfig, reading: Reading): void {
-  if (tooDeep(reading)) return;
-  const found = reading.found;
   let k = 0;
   for (; k < args.length && args[k]!.text.startsWith("-"); k++) {
     const text = args[k]!.text;
-    if (text === "-c") {
-      const value = args[++k];
-      if (value) configOption(config, value);
-    } else if (text === "--config-env" || text.startsWith("--config-env=")) {
-      // The value comes from the environment: an alias set so cannot be read.
-      const value = text === "--config-env" ? args[++k]?.text : text.slice("--config-env=".length);
-      const eq = value?.indexOf("=") ?? -1;
-      if (value && eq > 0) setConfig(config, value.slice(0, eq), undefined, true);
-    } else if (GIT_OPTIONS_WITH_VALUE.has(text)) k++;
+    if (text === "-c" && args[k + 1]) configOption(config, args[k + 1]!, reading);
+    if (text === "--config-env" || text.startsWith("--config-env=")) {
+      reading.unreadable.add("git is given configuration from the environment (`--config-env`)");
+    }
+    if (GIT_OPTIONS_WITH_VALUE.has(text)) k++;
   }
   const subcommand = args[k];
   if (!subcommand) return;
-  if (subcommand.expanded) {
-    found.add("unreadable");
+  const rest = args.slice(k + 1);
+  reading.simpleCommands.push(show([literal("git"), subcommand, ...rest]));
+  if (subcommand.expanded || subcommand.pattern) {
+    reading.unreadable.add(
+      `its git subcommand comes from a variable, a substitution or a pattern (\`git ${
+        clip(show(args.slice(k)))
+      }\`)`,
+    );
     return;
   }
-  const rest = args.slice(k + 1);
   const name = subcommand.text;
-  if (name === "push") return readPush(rest, config, found);
-  if (name === "config") return readGitConfigAliases(rest, reading);
+  if (name === "config") return readGitConfig(rest, reading);
+  reading.gitCommands++;
+  if (name === "push") return readPush(rest, config, reading.found);
   if (name === "submodule") {
     const foreach = rest.findIndex((w) => w.text === "foreach");
     if (foreach >= 0) {
       const command = rest.slice(foreach + 1).filter((w) => w.text !== "--recursive");
-      readJoined(command, { ...reading, git: config });
+      readJoined(command, "`git submodule foreach`", reading);
     }
-    return;
-  }
-  if (name === "rebase") {
+  } else if (name === "rebase") {
     for (let j = 0; j < rest.length; j++) {
       const text = rest[j]!.text;
-      const inherits = { ...reading, git: config };
-      if (text === "-x" || text === "--exec") readScriptWord(rest[j + 1], inherits);
-      else if (text.startsWith("--exec=")) readScriptWord(rest[j], inherits, text.slice(7));
-      else if (/^-x./.test(text)) readScriptWord(rest[j], inherits, text.slice(2));
+      const what = "`git rebase --exec`";
+      if ((text === "-x" || text === "--exec") && rest[j + 1]) {
+        readScriptWord(rest[j + 1]!, what, reading);
+      } else if (text.startsWith("--exec=")) {
+        readScriptWord({ ...rest[j]!, text: text.slice(7) }, what, reading);
+      } else if (/^-x./.test(text)) {
+        readScriptWord({ ...rest[j]!, text: text.slice(2) }, what, reading);
+      }
     }
-    return;
-  }
-  if (GIT_BUILTINS.has(name)) return;
-  const alias = config.aliases.get(name.toLowerCase());
-  if (alias === undefined) {
-    if (config.unknownAliases) found.add("unreadable");
-  } else if (alias === null) {
-    found.add("unreadable");
-  } else if (alias.startsWith("!")) {
-    // A shell command, run with the alias's arguments after it, and git's `-c` passed on.
-    const script = [alias.slice(1), ...rest.map((w) => quote(w.text))].join(" ");
-    readScript(script, { ...deeper(reading), git: config });
-  } else {
-    const words = splitGitAlias(alias);
-    if (!words) found.add("unreadable");
-    else readGit([...words.map(literal), ...rest], config, deeper(reading));
   }
 }
 
-/** `git config [options] alias.<name> <value>`: the alias as it would run. */
-function readGitConfigAliases(args: Word[], reading: Reading): void {
+/** Options of `git config` that only read. */
+const CONFIG_READS =
+  /^--(get|get-all|get-regexp|get-urlmatch|get-color|get-colorbool|list|show-origin|show-scope|name-only|null|type|bool|int|path|includes|no-includes|default)\b|^-[lz]$/;
+const CONFIG_WRITES =
+  /^--(add|replace-all|unset|unset-all|rename-section|remove-section|edit)\b|^-e$/;
+
+/**
+ * `git config …`: one that sets something, with another git command in the same line, makes that
+ * command unreadable; an alias it sets is read as the command it would be.
+ */
+function readGitConfig(args: Word[], reading: Reading): void {
+  const positionals = args.filter((w) => !w.text.startsWith("-"));
+  const verb = positionals[0]?.text;
+  const sets = args.some((w) => CONFIG_WRITES.test(w.text)) ||
+    ["set", "unset", "rename-section", "remove-section", "edit"].includes(verb ?? "") ||
+    (positionals.length >= 2 && !args.some((w) => CONFIG_READS.test(w.text)) &&
+      !["get", "list"].includes(verb ?? ""));
+  if (!sets) return;
+  reading.gitConfigSet ??= clip(show([literal("git"), literal("config"), ...args]));
   for (let k = 0; k + 1 < args.length; k++) {
     if (!/^alias\./i.test(args[k]!.text) || args[k + 1]!.text.startsWith("-")) continue;
     const value = args[k + 1]!;
-    if (value.text.startsWith("!")) readScriptWord(value, reading, value.text.slice(1));
-    else {
-      if (value.expanded) reading.found.add("unreadable");
+    if (value.text.startsWith("!")) {
+      readScriptWord({ ...value, text: value.text.slice(1) }, "a git alias", reading);
+    } else if (value.expanded) {
+      reading.unreadable.add(`it defines a git alias from a variable (\`${args[k]!.text}\`)`);
+    } else {
       const words = splitGitAlias(value.text);
-      if (words) readGit(words.map(literal), gitConfig(), deeper(reading));
+      const before = reading.gitCommands;
+      if (words) readGit(words.map(literal), emptyGitConfig(), reading);
+      reading.gitCommands = before; // the alias is defined, not run
     }
   }
 }
@@ -1027,12 +913,4 @@ function splitGitAlias(value: string): string[] | undefined {
   if (quote) return undefined;
   if (word !== undefined) words.push(word);
   return words;
-}
-
-function literal(text: string): Word {
-  return { text, expanded: false, quoted: false };
-}
-
-function quote(text: string): string {
-  return `'${text.replaceAll("'", `'\\''`)}'`;
 }

@@ -8,6 +8,7 @@ import { afterSession } from "./after_session.ts";
 import { deliveryOf, taskBranch } from "./delivery.ts";
 import { AgentClone, gitEnvironment, gitIdentity } from "./agent_clone.ts";
 import { parseApprovalRules } from "./approval_rules.ts";
+import { writeBashGrammar } from "./bash_grammar.ts";
 import { runSession } from "./claude_session.ts";
 import { StepReporter, stepsOf } from "./session_steps.ts";
 import { handOver, type SessionIsolation } from "./session_user.ts";
@@ -183,6 +184,7 @@ async function sessionSettings(
 ): Promise<string> {
   const rulesFile = `${home}/approval-rules.json`;
   await Deno.writeTextFile(rulesFile, JSON.stringify(parseApprovalRules(coordination)));
+  if (!isolation) await writeBashGrammar(grammarDir(o));
   const settings = {
     hooks: approvalHooks(o, isolation, {
       rules: quote([rulesFile]),
@@ -198,6 +200,14 @@ async function sessionSettings(
 
 function hookStateOf(o: TeamRunnerOptions, home: string, isolation?: SessionIsolation): string {
   return isolation ? `${home}/home/.approvals` : `${o.stateDir}/hooks`;
+}
+
+/**
+ * Where the hook run from source reads the shell parser's WASM (the bundled hook reads it beside
+ * itself, session_user.ts).
+ */
+function grammarDir(o: TeamRunnerOptions): string {
+  return `${o.stateDir}/grammar`;
 }
 
 /**
@@ -221,6 +231,7 @@ function approvalHooks(
   ].join(" ");
   const flags = [
     quote(["--socket", o.socketPath]),
+    ...(isolation ? [] : [quote(["--grammar", grammarDir(o)])]),
     `--rules ${at.rules} --agent ${at.agent} --state ${at.state}`,
     quote(["--ttl", String(o.approvalTtlSeconds)]),
   ].join(" ");
@@ -246,6 +257,7 @@ export async function writeManagedSettings(
   isolation: SessionIsolation | undefined,
   file: string,
 ): Promise<void> {
+  if (!isolation) await writeBashGrammar(grammarDir(o));
   const settings = {
     allowManagedHooksOnly: true,
     hooks: approvalHooks(o, isolation, {

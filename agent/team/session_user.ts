@@ -8,10 +8,12 @@
  *
  * The CLI starts through `setpriv` (util-linux) with the user's ids and no supplementary groups.
  * The approval hook, which the CLI runs as that user too, is bundled into one file the user can
- * read (`deno bundle`), so it needs nothing of root's module cache; the CLI's binary is linked (or
+ * read (`deno bundle`), with the WASM of its shell parser beside it (bash_grammar.ts), so it needs
+ * nothing of root's module cache; the CLI's binary is linked (or
  * copied) beside it when the user cannot reach where it was installed.
  */
 import { resolve } from "node:path";
+import { writeBashGrammar } from "./bash_grammar.ts";
 
 export interface SessionUser {
   name: string;
@@ -91,6 +93,7 @@ export async function prepareIsolation(
     );
   }
   await Deno.chmod(hook, 0o644);
+  await writeBashGrammar(shared);
   const prefix = ["setpriv", `--reuid=${user.uid}`, `--regid=${user.gid}`, "--clear-groups", "--"];
   let cli = resolve(claude);
   if (!(await reaches(prefix, cli))) {

@@ -218,6 +218,47 @@ Deno.test("the real agent team through deno task start", async (t) => {
   });
 
   await t.step(
+    "a command the rules cannot read waits for a person as unreadable, with the reason; rejected, it does not run",
+    async () => {
+      const builderSessions = await sessionCount("builder");
+      // Issue 43's `G=git; $G pu''sh -f`: its command name comes from a variable.
+      await say("@builder run `G=git; $G pu''sh -f origin HEAD:main; touch unreadable-ran.txt`");
+      const approval = await eventually(async () => {
+        const [a] = await db.sql`
+          select id, action, risk, description, details from public.approvals
+          where project_id = ${projectId} and status = 'pending'`;
+        return a;
+      }, { timeoutMs: SESSION_MS });
+      assert.equal(approval.action, "unreadable_command");
+      assert.equal(approval.risk, "high");
+      const why =
+        /^unreadable, the approval rules cannot tell what it runs: its command name comes from a variable or a substitution \(`\$G push -f origin HEAD:main`\)$/;
+      assert.match(approval.details.rule, why);
+      assert.match(
+        approval.description,
+        /^builder wants to run `G=git; \$G pu''sh -f .*`: unreadable, /,
+      );
+      await asMember((tx) =>
+        tx`select public.decide_approval(${approval.id}, 'rejected', 'Not like that')`
+      );
+      const answer = await eventually(
+        async () => (await chat("builder")).find((m) => m.includes("Not like that")),
+        { timeoutMs: SESSION_MS },
+      );
+      assert.match(answer!, /Could not run G=git/);
+      await waitForSessions(builderSessions + 1, "builder");
+      const outcome = await eventually(async () => {
+        const [a] = await db.sql`select outcome from public.approvals where id = ${approval.id}`;
+        return a?.outcome ?? undefined;
+      });
+      assert.equal(outcome, "skipped");
+      // Nothing of the line ran: the file its last command makes is in no commit the runner pushed.
+      const files = (await git(remote, "ls-tree", "-r", "--name-only", "main")).split("\n");
+      assert.ok(!files.includes("unreadable-ran.txt"), files.join(", "));
+    },
+  );
+
+  await t.step(
     "a COORDINATION.md rule: approved, the command runs and is acknowledged",
     async () => {
       await asMember((tx) =>

@@ -1,9 +1,8 @@
 /**
  * The team's text rules without I/O: the roster AGENTS.md declares, who a chat message is for,
- * what the lead hands on, and which Bash commands wait for a person.
+ * and what the lead hands on (which Bash commands wait for a person: approval_rules_test.ts).
  */
 import assert from "node:assert/strict";
-import { matchApprovalRule, parseApprovalRules } from "../../agent/team/approval_rules.ts";
 import { addressee, handoffs, systemPrompt, taskPrompt } from "../../agent/team/prompts.ts";
 import { DEFAULT_AGENTS_MD, parseRoster } from "../../agent/team/roster.ts";
 import { DEFAULT_AGENT_MODEL, DEFAULT_FALLBACK_MODEL } from "../../agent/team/team_settings.ts";
@@ -138,41 +137,4 @@ Deno.test("taskPrompt() states the task, or the files of a conflict", () => {
   const conflict = taskPrompt({ ...base, kind: "conflict", text: "", files: ["a.md"] }, "dev");
   assert.match(conflict, /^Resolve the rebase conflict in these files:\n- a\.md$/m);
   assert.match(conflict, /origin\/dev/);
-});
-
-Deno.test("matchApprovalRule() holds force pushes and remote branch deletions by default", () => {
-  const none = { globs: [] };
-  for (
-    const command of [
-      "git push --force origin main",
-      "git push -f",
-      "git push --force-with-lease origin HEAD",
-      "git push origin +main",
-      "cd repo && git -C . push -uf origin main",
-      "GIT_TRACE=1 git push --force",
-    ]
-  ) assert.equal(matchApprovalRule(command, none)?.action, "git_force_push", command);
-  for (
-    const command of [
-      "git push origin --delete old",
-      "git push origin :old",
-      "git push -d origin x",
-    ]
-  ) {
-    assert.equal(matchApprovalRule(command, none)?.action, "git_delete_remote_branch", command);
-  }
-  for (const command of ["git push origin main", "echo git push -f", "git status", "ls -f"]) {
-    assert.equal(matchApprovalRule(command, none), undefined, command);
-  }
-});
-
-Deno.test("COORDINATION.md's ## Requires approval globs match the whole command", () => {
-  const rules = parseApprovalRules(
-    "# Rules\n## Requires approval\n- rm -rf *\n- `npm publish*`\n\n## Later\n- curl *\n",
-  );
-  assert.deepEqual(rules.globs, ["rm -rf *", "npm publish*"]);
-  assert.equal(matchApprovalRule("rm -rf /tmp/a/b", rules)?.action, "run_command");
-  assert.equal(matchApprovalRule("npm publish --tag next", rules)?.action, "run_command");
-  assert.equal(matchApprovalRule("curl https://example.test", rules), undefined);
-  assert.equal(matchApprovalRule("echo rm -rf x", rules), undefined);
 });
