@@ -35,6 +35,7 @@ const TENANT_COLUMN: Record<
   webhook_endpoints: { column: "organization_id", scope: "organization" },
   webhook_deliveries: { column: "endpoint_id", scope: "endpoint" },
   notification_preferences: { column: "user_id", scope: "user" },
+  github_accounts: { column: "user_id", scope: "user" },
 };
 
 Deno.test("supabase-js reads every dashboard relation through /rest/v1 under RLS", async (t) => {
@@ -502,6 +503,9 @@ async function reportEverything(server: TestServer, sql: postgres.Sql, tenant: P
   });
   await vm.ok("/metrics/tasks", { assigned: 3, completed: 2, failed: 1, drifted: 0 });
   await vm.ok("/metrics/productivity", { agent: "builder", commits: 4 });
+  // The person's GitHub account, as the github-oauth callback keeps it (contract §18).
+  await sql`select private.connect_github_account(${tenant.userId}, ${`login-${tenant.userId.slice(0, 8)}`},
+    ${Math.floor(Math.random() * 1e9)}, ${"ab".repeat(40)}, null, null, null)`;
   // A pull request as the platform records one GitHub opened (contract §16): opening one takes
   // the GitHub App, which this test does not run.
   await sql`
