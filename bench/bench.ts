@@ -18,6 +18,10 @@
  * BENCH_TOP_STATEMENTS=5 also prints, per scenario, the statements that took the most database
  * time (pg_stat_statements runs with track = all when it is set, so nested statements show).
  *
+ * BENCH_SCENARIOS=<regular expression> runs only the scenarios whose name it matches (the floor
+ * always runs, first), e.g. `BENCH_SCENARIOS=/health` while working on one route; the figures
+ * compared across changes come from one full run.
+ *
  * BENCH_PRELOAD_ROWS=10000000 first fills the request log with that many rows (and the health
  * snapshots with a tenth of it) spread over the last 30 days, to show the cost stays flat as data
  * grows, and times the dashboard's views for one project on them.
@@ -43,6 +47,8 @@ const TOP_STATEMENTS = Number(Deno.env.get("BENCH_TOP_STATEMENTS") ?? 0);
 const MAX_REQUESTS_PER_SCENARIO = 200_000;
 /** `cost-control`: only the cost control section (benchCostControl), not the request scenarios. */
 const ONLY = Deno.env.get("BENCH_ONLY") ?? "";
+/** Only the request scenarios whose name matches (the floor always runs). */
+const SCENARIOS = new RegExp(Deno.env.get("BENCH_SCENARIOS") ?? "");
 /** Running projects the cost control section seeds (each with a budget and an idle stop). */
 const COST_CONTROL_PROJECTS = Number(Deno.env.get("BENCH_COST_CONTROL_PROJECTS") ?? 10_000);
 const say = (line: string) => console.error(`[bench] ${line}`);
@@ -381,6 +387,21 @@ async function runScenarios(floorServer: Server, service: Server, projects: Benc
       output_tokens: 300,
     }],
   });
+  const steps = () => {
+    const session = crypto.randomUUID();
+    return {
+      steps: Array.from({ length: 5 }, (_, seq) => ({
+        session_id: session,
+        seq,
+        agent: "lead",
+        at: new Date().toISOString(),
+        kind: seq === 0 ? "text" : "tool_use",
+        ...(seq === 0 ? {} : { tool: "Bash" }),
+        summary: `npm test -- --grep step ${seq}`,
+        detail: "x".repeat(200),
+      })),
+    };
+  };
   const approval = () => ({
     request_id: crypto.randomUUID(),
     agent: "lead",
@@ -401,6 +422,7 @@ async function runScenarios(floorServer: Server, service: Server, projects: Benc
     ["reporter /metrics/tasks", () => report("/metrics/tasks", tasks), 200],
     ["reporter /metrics/productivity", () => report("/metrics/productivity", productivity), 200],
     ["reporter /metrics/cli-sessions", () => report("/metrics/cli-sessions", sessions), 200],
+    ["reporter /sessions/steps (batch of 5)", () => report("/sessions/steps", steps), 200],
     ["reporter /approvals", () => report("/approvals", approval), 200],
     [
       "reporter wrong token (401)",
@@ -431,6 +453,7 @@ async function runScenarios(floorServer: Server, service: Server, projects: Benc
   console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   let floor: Measurement | undefined;
   for (const [index, [name, send, expected]] of scenarios.entries()) {
+    if (index > 0 && !SCENARIOS.test(name)) continue;
     // The first scenario is the floor, served by its own program.
     const serverPid = index === 0 ? floorServer.pid : service.pid;
     const result = await measure(send, expected, serverPid, postgresPid);

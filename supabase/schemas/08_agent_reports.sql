@@ -21,6 +21,8 @@ create table public.project_agents (
   current_task text,
   last_activity_at timestamptz,
   error text,
+  -- The report that last changed the row (what the agent_status view shows is
+  -- private.agent_reported_at: a report that changes nothing writes no row here).
   last_reported_at timestamptz not null default now(),
   -- When a health report left the agent out of the team's roster (contract §11a: the roster the
   -- VM reports is the roster): the report's reported_at, null while the agent is on the team. A
@@ -294,6 +296,98 @@ as $$
     else not p_agents @> jsonb_build_array(jsonb_build_object('name', p_name))
   end
 $$;
+
+/**
+ * The newest roster report of the project (a health report whose `agents` is not `[]`, see
+ * is_off_roster) taken before `p_before`: every agent on the team was reported then. One index
+ * scan per snapshot partition. In PL/pgSQL, whose plans a session keeps: a SQL function with a
+ * pinned search_path is planned again at every call (a third of a millisecond here).
+ */
+create or replace function private.roster_reported_at(
+  p_project_id uuid,
+  p_before timestamptz default 'infinity'
+) returns timestamptz
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return (select max(s.reported_at) from public.vm_health_snapshots s
+    where s.project_id = p_project_id and s.reported_at < p_before and s.agents <> '[]'::jsonb);
+end;
+$$;
+
+/**
+ * When the agent was last reported. A health report that changes no agent writes no agent row
+ * (health.ts), so an agent on the team was reported by the roster's newest report, however old
+ * its row; one off the roster, last by its row (the report before the one that removed it).
+ */
+create or replace function private.agent_reported_at(p_agent public.project_agents)
+returns timestamptz
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  if p_agent.removed_at is not null then
+    return p_agent.last_reported_at;
+  end if;
+  return greatest(p_agent.last_reported_at, private.roster_reported_at(p_agent.project_id));
+end;
+$$;
+
+/**
+ * Writes what a health report changed of the team (contract §11a), called by health.ts only for a
+ * report that differs from project_agents: the agents it lists whose status, task, activity or
+ * error differ (or that are new, or were removed), and the agents it leaves out, marked removed.
+ * Rows that did not change are not written, so the live telemetry triggers (20_live_telemetry)
+ * see only the changes. A report older than the roster's newest report (a retry) changes nothing:
+ * it is kept as history (its snapshot) only.
+ */
+create or replace function private.record_roster(
+  p_project_id uuid,
+  p_agents jsonb,
+  p_reported_at timestamptz
+) returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  v_previous timestamptz := private.roster_reported_at(p_project_id, p_reported_at);
+begin
+  if private.roster_reported_at(p_project_id) > p_reported_at then
+    return;
+  end if;
+  insert into public.project_agents as pa
+    (project_id, name, status, current_task, last_activity_at, error, last_reported_at)
+  select p_project_id, g.name, g.status, g.current_task, g.last_activity_at, g.error, p_reported_at
+  from jsonb_to_recordset(p_agents)
+    as g (name text, status text, current_task text, last_activity_at timestamptz, error text)
+  on conflict (project_id, name) do update set
+    status = excluded.status,
+    current_task = excluded.current_task,
+    last_activity_at = coalesce(excluded.last_activity_at, pa.last_activity_at),
+    error = excluded.error,
+    last_reported_at = excluded.last_reported_at,
+    removed_at = null
+  where coalesce(pa.removed_at, pa.last_reported_at) <= excluded.last_reported_at
+    and (pa.removed_at is not null
+      or (pa.status, pa.current_task, pa.error, pa.last_activity_at)
+        is distinct from (excluded.status, excluded.current_task, excluded.error,
+                          coalesce(excluded.last_activity_at, pa.last_activity_at)));
+  -- Its last report is the roster's report before this one, which still listed it.
+  update public.project_agents pa
+  set removed_at = p_reported_at, last_reported_at = greatest(pa.last_reported_at, v_previous)
+  where pa.project_id = p_project_id and pa.removed_at is null
+    and pa.last_reported_at < p_reported_at
+    and private.is_off_roster(p_agents, pa.name);
+end;
+$$;
+
+-- The views call it as the dashboard's user (security_invoker): their RLS decides what it reads.
+grant execute on function private.roster_reported_at(uuid, timestamptz),
+  private.agent_reported_at(public.project_agents) to authenticated, service_role;
 
 -- -------------------------------------------------------------------------------------
 -- A project's telemetry goes with it

@@ -13,29 +13,32 @@ create view public.project_activity_feed with (security_invoker = true) as
   select project_id, 'agent', action, severity, agent, details, occurred_at
   from public.audit_events;
 
--- Agents: each agent's latest status, and whether it has gone quiet on a running VM. Only the
+-- Agents: each agent's latest status, and whether it has gone quiet on a running VM (when it was
+-- last reported: private.agent_reported_at, 08_agent_reports.sql). Only the
 -- team's agents: one the VM's roster no longer lists (removed_at, 08_agent_reports.sql) is gone
 -- from here, its sessions and metrics stay in the views below.
 create view public.agent_status with (security_invoker = true) as
   select a.project_id, a.name, a.status, a.current_task, a.last_activity_at, a.error,
-         a.last_reported_at,
+         r.last_reported_at,
          p.status in ('active', 'running')
-           and a.last_reported_at < now() - interval '30 minutes' as silent
+           and r.last_reported_at < now() - interval '30 minutes' as silent
   from public.project_agents a
   join public.projects p on p.id = a.project_id
+  cross join lateral (select private.agent_reported_at(a) as last_reported_at) r
   where a.removed_at is null;
 
 -- Agents: watchdog alerts. A running VM none of whose agents has reported for 30 minutes
 -- (counted from when it became running if it never reported).
 create view public.watchdog_alerts with (security_invoker = true) as
   select p.id as project_id, p.name, p.status,
-         greatest(p.status_changed_at, max(a.last_reported_at)) as last_heard_at,
+         greatest(p.status_changed_at, max(private.agent_reported_at(a))) as last_heard_at,
          'No agent activity for more than 30 minutes: check the Agents tab'::text as message
   from public.projects p
   left join public.project_agents a on a.project_id = p.id
   where p.status in ('active', 'running')
   group by p.id
-  having greatest(p.status_changed_at, max(a.last_reported_at)) < now() - interval '30 minutes';
+  having greatest(p.status_changed_at, max(private.agent_reported_at(a)))
+    < now() - interval '30 minutes';
 
 -- Agents: session history.
 create view public.agent_sessions with (security_invoker = true) as

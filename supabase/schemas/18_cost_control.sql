@@ -12,7 +12,7 @@
  * - activity (idle): the project's last start (entering starting or active), every CLI session's
  *   start and end, a user's chat message to the agents, a command a user queued, a settings
  *   change; and, read at check time from the health report, any agent reported `active`
- *   (public.project_agents.last_reported_at), which the team reports during a session;
+ *   (private.agent_reported_at of public.project_agents), which the team reports during a session;
  * - spend (budget): this UTC month's CLI session costs (sessions started this month), and the
  *   seconds the project was not stopped this month (closed intervals plus the one running now),
  *   priced by public.vm_prices per hour of its vm_size and region.
@@ -564,9 +564,9 @@ begin
       join private.project_costs c on c.project_id = p.id
       -- One pass over the agents reported active (few), not a probe per project.
       left join (
-        select project_id, max(last_reported_at) as active_at
-        from public.project_agents where status = 'active'
-        group by project_id
+        select a.project_id, max(private.agent_reported_at(a)) as active_at
+        from public.project_agents a where a.status = 'active'
+        group by a.project_id
       ) a on a.project_id = p.id
       where p.status in ('active', 'running') and p.idle_stop_minutes is not null
     ) q

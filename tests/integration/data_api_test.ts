@@ -564,8 +564,12 @@ async function reportEverything(server: TestServer, sql: postgres.Sql, tenant: P
   await sql`
     update public.projects set status_changed_at = now() - interval '2 hours'
     where id = ${tenant.projectId}`;
+  // An agent on the team was last reported by the roster's newest health report.
   await sql`
     update public.project_agents set last_reported_at = now() - interval '1 hour'
+    where project_id = ${tenant.projectId}`;
+  await sql`
+    update public.vm_health_snapshots set reported_at = now() - interval '1 hour'
     where project_id = ${tenant.projectId}`;
   // The request log is written in batches: wait until this tenant's rows are there.
   for (let i = 0; i < 100; i++) {

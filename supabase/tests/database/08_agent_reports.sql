@@ -6,7 +6,7 @@
 -- (tests/integration/reporter_statements_test.ts and the vm-reporter tests).
 begin;
 \ir fixtures.psql
-select plan(18);
+select plan(27);
 
 -- P1 is the member's project, P2 the other user's; P3 and P4 are the member organization's VMs
 -- that report below.
@@ -86,6 +86,92 @@ select ok(not private.is_off_roster(null, 'reviewer'), 'a report without agents 
 select ok(not private.is_off_roster('{"name": "lead"}', 'reviewer'), 'what is not a list removes nobody');
 select ok(not has_function_privilege('authenticated', 'private.is_off_roster(jsonb, text)', 'execute'),
   'authenticated cannot execute is_off_roster');
+
+-- What a health report writes of the team (private.record_roster, called by health.ts only for a
+-- report that changes something), and when an agent was last reported (agent_reported_at): a
+-- report that changes nothing writes only its snapshot, so an agent on the team was reported by
+-- the roster's newest report. P1 reports at 10, 8, 6 and 4 minutes ago.
+create temporary table reported (name text, minutes integer, agents jsonb) on commit drop;
+insert into reported values
+  ('first', 10, '[{"name": "alpha", "status": "active"}, {"name": "beta", "status": "idle"}]'),
+  ('same', 8, '[{"name": "alpha", "status": "active"}, {"name": "beta", "status": "idle"}]'),
+  ('alpha idle', 6, '[{"name": "alpha", "status": "idle"}, {"name": "beta", "status": "idle"}]'),
+  ('beta left', 4, '[{"name": "alpha", "status": "idle"}]');
+insert into public.vm_health_snapshots
+  (project_id, cpu_percent, memory_percent, disk_percent, agents, health_status, reported_at)
+select 'cccccccc-cccc-4ccc-8ccc-cccccccccccc', 1, 1, 1, agents, 'degraded',
+  now() - minutes * interval '1 minute'
+from reported where name = 'first';
+select private.record_roster('cccccccc-cccc-4ccc-8ccc-cccccccccccc', agents,
+  now() - minutes * interval '1 minute') from reported where name = 'first';
+-- The same roster again: health.ts stores its snapshot and calls nothing.
+insert into public.vm_health_snapshots
+  (project_id, cpu_percent, memory_percent, disk_percent, agents, health_status, reported_at)
+select 'cccccccc-cccc-4ccc-8ccc-cccccccccccc', 1, 1, 1, agents, 'degraded',
+  now() - minutes * interval '1 minute'
+from reported where name = 'same';
+create temporary table versions on commit drop as
+  select name, ctid::text as version from public.project_agents
+  where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc';
+select results_eq(
+  $$select name, status, last_reported_at, private.agent_reported_at(a) from public.project_agents a
+    where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' order by name$$,
+  $$values ('alpha'::text, 'active'::text, now() - interval '10 minutes', now() - interval '8 minutes'),
+           ('beta', 'idle', now() - interval '10 minutes', now() - interval '8 minutes')$$,
+  'rows written by the first report; last reported by the newest, unchanged one');
+select is(private.roster_reported_at('cccccccc-cccc-4ccc-8ccc-cccccccccccc'), now() - interval '8 minutes',
+  'the roster''s newest report');
+
+insert into public.vm_health_snapshots
+  (project_id, cpu_percent, memory_percent, disk_percent, agents, health_status, reported_at)
+select 'cccccccc-cccc-4ccc-8ccc-cccccccccccc', 1, 1, 1, agents, 'degraded',
+  now() - minutes * interval '1 minute'
+from reported where name = 'alpha idle';
+select private.record_roster('cccccccc-cccc-4ccc-8ccc-cccccccccccc', agents,
+  now() - minutes * interval '1 minute') from reported where name = 'alpha idle';
+select results_eq(
+  $$select a.name, a.status, a.ctid::text = v.version from public.project_agents a join versions v using (name)
+    where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' order by name$$,
+  $$values ('alpha'::text, 'idle'::text, false), ('beta', 'idle', true)$$,
+  'a report that changes one agent writes that agent''s row only');
+
+insert into public.vm_health_snapshots
+  (project_id, cpu_percent, memory_percent, disk_percent, agents, health_status, reported_at)
+select 'cccccccc-cccc-4ccc-8ccc-cccccccccccc', 1, 1, 1, agents, 'degraded',
+  now() - minutes * interval '1 minute'
+from reported where name = 'beta left';
+select private.record_roster('cccccccc-cccc-4ccc-8ccc-cccccccccccc', agents,
+  now() - minutes * interval '1 minute') from reported where name = 'beta left';
+select results_eq(
+  $$select removed_at, last_reported_at, private.agent_reported_at(a) from public.project_agents a
+    where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' and name = 'beta'$$,
+  $$values (now() - interval '4 minutes', now() - interval '6 minutes', now() - interval '6 minutes')$$,
+  'an agent the roster leaves out is removed, last reported by the report before');
+select is(private.agent_reported_at(a), now() - interval '4 minutes', 'one on the team: the newest report')
+  from public.project_agents a
+  where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' and name = 'alpha';
+
+-- A retried report older than the roster's newest changes nothing (it is history).
+select private.record_roster('cccccccc-cccc-4ccc-8ccc-cccccccccccc', agents,
+  now() - interval '5 minutes') from reported where name = 'first';
+select results_eq(
+  $$select name, status, removed_at is not null from public.project_agents
+    where project_id = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc' order by name$$,
+  $$values ('alpha'::text, 'idle'::text, false), ('beta', 'idle', true)$$,
+  'a retried, older report neither changes an agent nor brings one back');
+
+-- A report of no agents is no roster: it does not count as the roster's newest report.
+insert into public.vm_health_snapshots
+  (project_id, cpu_percent, memory_percent, disk_percent, agents, health_status, reported_at)
+values ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 1, 1, 1, '[]', 'unhealthy', now());
+select is(private.roster_reported_at('cccccccc-cccc-4ccc-8ccc-cccccccccccc'), now() - interval '4 minutes',
+  'a report of no agents does not report the team');
+select ok(not has_function_privilege('authenticated',
+  'private.record_roster(uuid, jsonb, timestamptz)', 'execute'),
+  'authenticated cannot execute record_roster');
+select ok(has_function_privilege('authenticated',
+  'private.agent_reported_at(public.project_agents)', 'execute'),
+  'the dashboard''s views (security_invoker) can read when an agent was last reported');
 
 -- Telemetry has no foreign key; deleting the project still deletes it.
 insert into public.agent_messages (project_id, direction, agent, content)

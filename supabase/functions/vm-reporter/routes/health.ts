@@ -5,7 +5,9 @@ import { defineRoute } from "../route.ts";
 // newest report only, and its row is written (set_project_health) only when the health changes.
 // The report's agents are the team's whole roster (contract §11a): an agent of the project it
 // leaves out is marked removed (private.is_off_roster: never by an empty list), one it lists is on
-// the team again. Neither by a report older than what is known of the agent.
+// the team again. Neither by a report older than the roster's newest. A report that changes no
+// agent (most: the team reports every cycle) writes only its snapshot; one that does writes only
+// the agents it changed (private.record_roster), and the live telemetry follows those.
 export const health = defineRoute(contract, {
   with: `
     report as (
@@ -20,30 +22,28 @@ export const health = defineRoute(contract, {
              (r.body ->> 'disk_percent')::numeric, r.body -> 'agents', r.health, r.reported_at
       from report r
     ),
-    agents as (
-      insert into public.project_agents as pa
-        (project_id, name, status, current_task, last_activity_at, error, last_reported_at)
-      select r.project_id, g.name, g.status, g.current_task, g.last_activity_at, g.error,
-             r.reported_at
-      from report r, jsonb_to_recordset(r.body -> 'agents')
-        as g (name text, status text, current_task text, last_activity_at timestamptz, error text)
-      on conflict (project_id, name) do update set
-        status = excluded.status,
-        current_task = excluded.current_task,
-        last_activity_at = coalesce(excluded.last_activity_at, pa.last_activity_at),
-        error = excluded.error,
-        last_reported_at = excluded.last_reported_at,
-        removed_at = null
-      -- A retried, older report is kept as history but does not overwrite what is newer: the
-      -- agent's last report, or the report that took it off the roster.
-      where coalesce(pa.removed_at, pa.last_reported_at) <= excluded.last_reported_at
+    -- Whether the report changes what project_agents holds: an agent it lists that is not on
+    -- the team (new, or removed), or is with another status, task, error or activity; or an
+    -- agent on the team it leaves out. A list of none is no roster (private.is_off_roster). Read
+    -- only: most reports change nothing and write no agent row; private.record_roster writes the
+    -- changes, called below only for these.
+    changed as (
+      select r.ord from report r
+      where jsonb_array_length(r.body -> 'agents') > 0 and exists (
+        select 1
+        from jsonb_to_recordset(r.body -> 'agents')
+          as g (name text, status text, current_task text, last_activity_at timestamptz, error text)
+        full join (
+          select * from public.project_agents pa
+          where pa.project_id = r.project_id and pa.removed_at is null
+        ) pa on pa.name = g.name
+        where g.name is null or pa.name is null
+          or (pa.status, pa.current_task, pa.error) is distinct from (g.status, g.current_task, g.error)
+          or coalesce(g.last_activity_at, pa.last_activity_at) is distinct from pa.last_activity_at)
     ),
-    departed as (
-      update public.project_agents pa set removed_at = r.reported_at
-      from report r
-      where pa.project_id = r.project_id and pa.removed_at is null
-        and pa.last_reported_at < r.reported_at
-        and private.is_off_roster(r.body -> 'agents', pa.name)
+    roster as materialized (
+      select r.ord, private.record_roster(r.project_id, r.body -> 'agents', r.reported_at)
+      from report r join changed c using (ord)
     )`,
   data: `(
     select jsonb_build_object(
@@ -53,7 +53,10 @@ export const health = defineRoute(contract, {
         else p.status
       end,
       'health_status', r.health)
-    from report r join public.projects p on p.id = r.project_id where r.ord = a.ord)`,
+    from report r join public.projects p on p.id = r.project_id
+    -- Joined so that the roster's writes run (a CTE no one reads is never run).
+    left join roster on roster.ord = r.ord
+    where r.ord = a.ord)`,
 }, {
   schema: contract.request.transform((report) => ({
     ...report,

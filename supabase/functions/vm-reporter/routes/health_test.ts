@@ -316,3 +316,110 @@ Deno.test("deriveHealth applies the contract's health rule", () => {
   assert.equal(of("error", "error", "active"), "unhealthy");
   assert.equal(of(), "unhealthy", "no agents");
 });
+
+Deno.test("/health: a report that changes no agent writes only its snapshot", async (t) => {
+  await using stack = await inProcess(ENV);
+  const db = stack.db;
+  const { projectId, token } = await setupProject(db.sql, { status: "running" });
+  const vm = reporter(stack, projectId, token);
+  const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, "0")}:00.000Z`;
+  const report = (minute: number, agents: { name: string; status: AgentStatus }[]) => ({
+    ...health(agents),
+    reported_at: at(minute),
+  });
+  // Every statement that writes project_agents, whether or not it changes a row, fires the
+  // statement-level triggers (the live telemetry's): this test's own trigger counts them.
+  await db.sql`create table public.test_agent_writes (op text not null)`;
+  await db.sql.unsafe(`
+    create function public.test_count_agent_writes() returns trigger language plpgsql as $$
+    begin
+      insert into public.test_agent_writes values (tg_op);
+      return null;
+    end $$;
+    create trigger test_count_agent_writes
+      after insert or update or delete on public.project_agents
+      for each statement execute function public.test_count_agent_writes();`);
+  const statements = async () =>
+    (await db.sql<[{ n: number }]>`select count(*)::int as n from public.test_agent_writes`)[0].n;
+  /** Each agent's row version: a write of any kind, even of the same values, moves it. */
+  const versions = async () =>
+    Object.fromEntries(
+      (await db.sql<{ name: string; version: string }[]>`
+        select name, ctid::text as version from public.project_agents
+        where project_id = ${projectId}`).map((row) => [row.name, row.version]),
+    );
+  const broadcasts = async () =>
+    (await db.sql<[{ count: number }]>`
+      with sent as (
+        delete from realtime.messages
+        where topic = ${`project:${projectId}`} and payload ->> 'table' = 'project_agents'
+        returning 1
+      )
+      select count(*)::int as count from sent`)[0].count;
+  const lastReported = async () =>
+    Object.fromEntries(
+      (await db.sql<{ name: string; last_reported_at: Date }[]>`
+        select name, last_reported_at from public.agent_status where project_id = ${projectId}`)
+        .map((row) => [row.name, iso(row.last_reported_at)]),
+    );
+
+  await vm.ok(
+    "/health",
+    report(0, [
+      { name: "lead", status: "active" },
+      { name: "builder", status: "idle" },
+    ]),
+  );
+  assert.equal(await broadcasts(), 1, "new agents are pushed");
+
+  await t.step("the same roster and statuses again: no agent row, no trigger", async () => {
+    const [rows, writes] = [await versions(), await statements()];
+    for (const minute of [1, 2]) {
+      await vm.ok(
+        "/health",
+        report(minute, [
+          { name: "lead", status: "active" },
+          { name: "builder", status: "idle" },
+        ]),
+      );
+    }
+    assert.deepEqual(await versions(), rows, "no agent row was written");
+    assert.equal(await statements(), writes, "no statement wrote project_agents");
+    assert.equal(await broadcasts(), 0, "nothing is pushed");
+    const [{ snapshots }] = await db.sql<[{ snapshots: number }]>`
+      select count(*)::int as snapshots from public.vm_health_snapshots
+      where project_id = ${projectId}`;
+    assert.equal(snapshots, 3, "each report is kept");
+    assert.deepEqual(
+      await lastReported(),
+      { lead: at(2), builder: at(2) },
+      "the agents were last reported by the newest report",
+    );
+  });
+
+  await t.step("one agent changes: its row alone is written, and pushed", async () => {
+    const rows = await versions();
+    await vm.ok(
+      "/health",
+      report(3, [
+        { name: "lead", status: "active" },
+        { name: "builder", status: "active" },
+      ]),
+    );
+    const after = await versions();
+    assert.equal(after.lead, rows.lead, "lead did not change: its row was not written");
+    assert.notEqual(after.builder, rows.builder);
+    assert.equal(await broadcasts(), 1);
+  });
+
+  await t.step("a departure is still recorded and pushed", async () => {
+    await vm.ok("/health", report(4, [{ name: "lead", status: "active" }]));
+    const [builder] = await db.sql<[{ removed_at: Date; last_reported_at: Date }]>`
+      select removed_at, last_reported_at from public.project_agents
+      where project_id = ${projectId} and name = 'builder'`;
+    assert.equal(iso(builder.removed_at), at(4), "removed by the report at 10:04");
+    assert.equal(iso(builder.last_reported_at), at(3), "last reported by the report before");
+    assert.equal(await broadcasts(), 1, "the Agents area is told to read again");
+    assert.deepEqual(await lastReported(), { lead: at(4) });
+  });
+});
