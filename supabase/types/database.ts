@@ -257,6 +257,17 @@ export type Database = {
         };
         Relationships: [];
       };
+      github_accounts: {
+        Row: { connected_at: string; github_user_id: number; login: string; user_id: string };
+        Insert: { connected_at?: string; github_user_id: number; login: string; user_id: string };
+        Update: {
+          connected_at?: string;
+          github_user_id?: number;
+          login?: string;
+          user_id?: string;
+        };
+        Relationships: [];
+      };
       notification_preferences: {
         Row: { email_event_types: string[]; updated_at: string; user_id: string };
         Insert: { email_event_types: string[]; updated_at?: string; user_id: string };

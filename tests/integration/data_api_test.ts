@@ -504,7 +504,9 @@ async function reportEverything(server: TestServer, sql: postgres.Sql, tenant: P
   await vm.ok("/metrics/tasks", { assigned: 3, completed: 2, failed: 1, drifted: 0 });
   await vm.ok("/metrics/productivity", { agent: "builder", commits: 4 });
   // The person's GitHub account, as the github-oauth callback keeps it (contract §18).
-  await sql`select private.connect_github_account(${tenant.userId}, ${`login-${tenant.userId.slice(0, 8)}`},
+  await sql`select private.connect_github_account(${tenant.userId}, ${`login-${
+    tenant.userId.slice(0, 8)
+  }`},
     ${Math.floor(Math.random() * 1e9)}, ${"ab".repeat(40)}, null, null, null)`;
   // A pull request as the platform records one GitHub opened (contract §16): opening one takes
   // the GitHub App, which this test does not run.

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { sign } from "@octokit/webhooks-methods";
 import { inProcess, type InProcessStack } from "../../../tests/helpers/in_process.ts";
-import { ok, vmApi } from "../../../tests/helpers/vm_api.ts";
+import { vmApi } from "../../../tests/helpers/vm_api.ts";
 import { setupProject } from "../../../tests/helpers/vm_reporter.ts";
 
 const SECRET = "github-webhook-secret-for-tests";

@@ -51,7 +51,7 @@ export async function connectAccount(
   userId: string,
   code: string,
 ): Promise<{ login: string }> {
-  const { config, sql, log } = deps;
+  const { config, log } = deps;
   const client = oauthClient(config.github);
   let authentication;
   try {
