@@ -1,0 +1,180 @@
+/**
+ * Trust on the GitHub side (contract §18), each rule as the attack, against the GitHub stand-in
+ * through the platform's own code: a person connects their GitHub account through the App's OAuth
+ * flow, and a forged or replayed state connects nothing; another organization's user naming a
+ * repository they cannot push to is refused and no token is ever minted for it; the manifest's
+ * token asks for contents and metadata only; a branch that is not the runner's for a task the
+ * platform knows opens and touches no pull request.
+ */
+import assert from "node:assert/strict";
+import { DEMO_OUTSIDER, DEMO_OWNER } from "../../local/github/server.ts";
+import {
+  connectGitHub,
+  pushBranch,
+  REPO,
+  startTask,
+  withGitHubPlatform,
+} from "../helpers/github_platform.ts";
+import { ok, vmApi } from "../helpers/vm_api.ts";
+import { reporter, setupProject } from "../helpers/vm_reporter.ts";
+
+Deno.test("Connect GitHub: the authorize page, the callback, and a state that works once", () =>
+  withGitHubPlatform(async (gh, stack) => {
+    const { userId } = await setupProject(stack.db.sql);
+    const api = vmApi(stack);
+    const authorize = await api.call(userId, { action: "github_authorize" });
+    assert.equal(authorize.status, 200, authorize.text);
+    const page = new URL(String((authorize.body.data as { url: string }).url));
+    assert.equal(page.origin + page.pathname, `${gh.webUrl}/login/oauth/authorize`);
+    const state = page.searchParams.get("state")!;
+
+    // The person presses "Authorize as demo-owner" on the stand-in's page.
+    const chose = await fetch(page.origin + page.pathname, {
+      method: "POST",
+      body: new URLSearchParams({
+        client_id: page.searchParams.get("client_id")!,
+        redirect_uri: page.searchParams.get("redirect_uri")!,
+        state,
+        login: DEMO_OWNER,
+      }),
+      redirect: "manual",
+    });
+    assert.equal(chose.status, 302);
+    const callback = new URL(chose.headers.get("location")!);
+    assert.equal(callback.pathname, "/functions/v1/github-oauth");
+    const back = await stack.fetch(
+      new Request(`${stack.functionUrl("github-oauth")}${callback.search}`),
+    );
+    assert.equal(back.status, 303, await back.clone().text());
+    assert.match(back.headers.get("location") ?? "", /\?github=connected$/);
+    const [account] = await stack.db.sql<{ login: string }[]>`
+      select login from public.github_accounts where user_id = ${userId}`;
+    assert.equal(account?.login, DEMO_OWNER);
+    assert.ok(!stack.output().includes("ghu_"), "no user token in any log line");
+
+    // The same state again (a replayed callback), and a forged one: nothing more is connected.
+    const replayed = await stack.fetch(
+      new Request(`${stack.functionUrl("github-oauth")}${callback.search}`),
+    );
+    assert.equal(replayed.status, 400);
+    assert.equal((await replayed.json()).code, "github_state_invalid");
+    const [nonce, , expires, signature] = state.split(".");
+    const other = await setupProject(stack.db.sql);
+    const forged = `${nonce}.${other.userId}.${expires}.${signature}`;
+    const refused = await stack.fetch(
+      new Request(`${stack.functionUrl("github-oauth")}?code=x&state=${forged}`),
+    );
+    assert.equal(refused.status, 400);
+    assert.equal((await refused.json()).code, "github_state_invalid");
+    const [{ count }] = await stack.db.sql<[{ count: number }]>`
+      select count(*)::int as count from public.github_accounts`;
+    assert.equal(count, 1, "the forged state connected nobody");
+
+    // Disconnecting forgets the account.
+    const gone = await api.call(userId, { action: "github_disconnect" });
+    assert.equal(gone.status, 200, gone.text);
+    assert.deepEqual(gone.body.data, { disconnected: true });
+  }));
+
+Deno.test("another organization's user cannot name a repository they cannot push to", () =>
+  withGitHubPlatform(async (gh, stack) => {
+    gh.install(DEMO_OWNER, [REPO]);
+    await gh.deliveriesSettled();
+    const api = vmApi(stack);
+    const attacker = await setupProject(stack.db.sql);
+    const url = `${gh.webUrl}/${DEMO_OWNER}/${REPO}`;
+
+    const noAccount = await api.act(attacker.userId, "update", attacker.projectId, {
+      repository_url: url,
+    });
+    assert.equal(noAccount.status, 409);
+    assert.equal(noAccount.body.code, "github_account_required");
+
+    await connectGitHub(gh, stack, attacker.userId, DEMO_OUTSIDER);
+    const before = gh.tokenRequests.length;
+    const refused = await api.act(attacker.userId, "update", attacker.projectId, {
+      repository_url: url,
+    });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.code, "github_repository_forbidden");
+    assert.match(String(refused.body.error), new RegExp(`${DEMO_OUTSIDER}.*${DEMO_OWNER}/${REPO}`));
+    const created = await api.create(attacker.userId, attacker.organizationId, {
+      repository_url: url,
+    });
+    assert.equal(created.status, 403);
+
+    // Named by SQL all the same: unverified, so the manifest carries no token and none is minted.
+    await stack.db.sql`update public.projects set repository_url = ${url}
+      where id = ${attacker.projectId}`;
+    const manifest = await reporter(stack, attacker.projectId, attacker.token).ok("/manifest", {});
+    assert.equal(manifest.repository?.credentials, undefined);
+    assert.equal(gh.tokenRequests.length, before, "no installation token was ever minted");
+  }));
+
+Deno.test("the manifest's token asks for contents and metadata only", () =>
+  withGitHubPlatform(async (gh, stack) => {
+    gh.install(DEMO_OWNER, [REPO]);
+    await gh.deliveriesSettled();
+    const { projectId, token, userId } = await setupProject(stack.db.sql);
+    await connectGitHub(gh, stack, userId);
+    ok(
+      await vmApi(stack).act(userId, "update", projectId, {
+        repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
+      }),
+    );
+    const before = gh.tokenRequests.length;
+    const manifest = await reporter(stack, projectId, token).ok("/manifest", {});
+    assert.ok(manifest.repository?.credentials?.password);
+    const minted = gh.tokenRequests.slice(before);
+    assert.equal(minted.length, 1);
+    assert.deepEqual(minted[0]?.permissions, { contents: "write", metadata: "read" });
+  }));
+
+Deno.test("only the runner's branch of a task the platform knows gets a pull request", () =>
+  withGitHubPlatform(async (gh, stack) => {
+    gh.install(DEMO_OWNER, [REPO]);
+    await gh.deliveriesSettled();
+    const { projectId, token, userId } = await setupProject(stack.db.sql);
+    await connectGitHub(gh, stack, userId);
+    ok(
+      await vmApi(stack).act(userId, "update", projectId, {
+        repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
+      }),
+    );
+    const vm = reporter(stack, projectId, token);
+    const { taskId, branch } = await startTask(vm, "builder", "Rename the module");
+    await pushBranch(gh, branch);
+    const refusedBranch = async (body: Record<string, unknown>) => {
+      const answer = await vm.post("/pull-requests", {
+        task_id: taskId,
+        agent: "builder",
+        branch,
+        title: "Rename the module",
+        body: "Asked in the chat.",
+        ...body,
+      });
+      assert.equal(answer.status, 422, answer.text);
+      assert.equal(answer.body.code, "pull_request_branch_refused");
+    };
+    // Not the runner's branch for a task it knows: a person's branch, another agent's, another
+    // task's, a task the platform never heard of.
+    await refusedBranch({ branch: "feature/someone-elses" });
+    await refusedBranch({ agent: "reviewer" });
+    await refusedBranch({ task_id: crypto.randomUUID() });
+    const unknown = crypto.randomUUID();
+    await refusedBranch({
+      task_id: unknown,
+      branch: branch.replace(/[0-9a-f]{6}$/, unknown.slice(0, 6)),
+    });
+    assert.equal(gh.pulls(DEMO_OWNER, REPO).length, 0, "no pull request was opened or touched");
+
+    // The runner's own branch for its task: opened.
+    const opened = await vm.ok("/pull-requests", {
+      task_id: taskId,
+      agent: "builder",
+      branch,
+      title: "Rename the module",
+      body: "Asked in the chat.",
+    });
+    assert.equal(gh.pulls(DEMO_OWNER, REPO)[0]?.number, opened.number);
+  }));
