@@ -578,7 +578,7 @@ Deno.test("vm-api's edge, in process", async (t) => {
     const { user, org, project } = await member(named);
     const auth = await userAuth(user);
     const ACTIONS = "action: must be one of create, start, stop, delete, status, update, " +
-      "set_secret, delete_secret";
+      "set_secret, delete_secret, github_authorize, github_disconnect";
 
     const cases: [string, unknown, string][] = [
       ["a missing action", { project_id: project }, "action: is required"],

@@ -9,7 +9,13 @@
 import assert from "node:assert/strict";
 import { DEMO_OWNER, githubFaults } from "../../../../local/github/server.ts";
 import { FOOTER_MARKER } from "../../_shared/github/pull_requests.ts";
-import { pushBranch, REPO, withGitHubPlatform } from "../../../../tests/helpers/github_platform.ts";
+import {
+  connectGitHub,
+  pushBranch,
+  REPO,
+  startTask,
+  withGitHubPlatform,
+} from "../../../../tests/helpers/github_platform.ts";
 import { ok, vmApi } from "../../../../tests/helpers/vm_api.ts";
 import {
   assertError,
@@ -19,6 +25,7 @@ import {
 } from "../../../../tests/helpers/vm_reporter.ts";
 
 const BRANCH = "agents/builder/add-login-a1b2c3";
+const SECOND_TASK = "d4e5f6aa-0000-4000-8000-000000000002";
 const report = (body: string, branch = BRANCH) => ({
   task_id: "a1b2c3d4-0000-4000-8000-000000000001",
   agent: "builder",
@@ -35,12 +42,16 @@ Deno.test("/pull-requests opens one pull request per branch on GitHub", () =>
     await gh.deliveriesSettled();
     const api = vmApi(stack);
     const { projectId, token, userId, organizationId } = await setupProject(sql);
+    // The owner's push access proved (contract §18).
+    await connectGitHub(gh, stack, userId);
     ok(
       await api.act(userId, "update", projectId, {
         repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
       }),
     );
     const vm = reporter(stack, projectId, token);
+    // The task's session reported started, as the runner does before it pushes (contract §18).
+    await startTask(vm, "builder", "Add a login page", report("").task_id);
     await pushBranch(gh, BRANCH);
 
     await t_step("opened: base repository_branch, head the branch, not a draft, footer");
@@ -133,9 +144,11 @@ Deno.test("/pull-requests opens one pull request per branch on GitHub", () =>
     await t_step("draft_pull_requests: a new branch's pull request is a draft");
     ok(await api.act(userId, "update", projectId, { draft_pull_requests: true }));
     await pushBranch(gh, "agents/builder/second-d4e5f6");
+    // A second task, whose id the branch ends in.
+    const { taskId: secondTask } = await startTask(vm, "builder", "Second", SECOND_TASK);
     const second = await vm.ok(
       "/pull-requests",
-      report("Second.", "agents/builder/second-d4e5f6"),
+      { ...report("Second.", "agents/builder/second-d4e5f6"), task_id: secondTask },
     );
     assert.notEqual(second.number, first.number);
     assert.equal(gh.pulls(DEMO_OWNER, REPO).find((p) => p.number === second.number)?.draft, true);
