@@ -29,6 +29,7 @@ import type { RateLimits } from "./rate_limit.ts";
 import { addLabels } from "./issues.ts";
 import { mergeByApi } from "./merge.ts";
 import { reactToComment, reactToIssue } from "./reactions.ts";
+import { listFiles, requestReviewers } from "./ready_for_review.ts";
 import { deleteRef, getCollaboratorPermission, getRepo } from "./repos.ts";
 import { githubError } from "./responses.ts";
 import { createReview } from "./reviews.ts";
@@ -52,6 +53,8 @@ const REPO_HANDLERS: Record<RepoOperation, (ctx: Context, call: RepoCall) => Ans
   "repos/get": getRepo,
   "repos/get-collaborator-permission-level": getCollaboratorPermission,
   "pulls/create-review": createReview,
+  "pulls/list-files": listFiles,
+  "pulls/request-reviewers": requestReviewers,
   "pulls/merge": mergeByApi,
   "issues/add-labels": addLabels,
   "pulls/create": createPull,
@@ -71,6 +74,8 @@ const NEEDS: Record<RepoOperation, [string, Permission][]> = {
   "repos/get": [["metadata", "read"]],
   "repos/get-collaborator-permission-level": [["metadata", "read"]],
   "pulls/create-review": [["pull_requests", "write"]],
+  "pulls/list-files": [["pull_requests", "read"]],
+  "pulls/request-reviewers": [["pull_requests", "write"]],
   "pulls/merge": [["contents", "write"]],
   "issues/add-labels": [["issues", "write"], ["pull_requests", "write"]],
   "pulls/create": [["pull_requests", "write"]],

@@ -278,3 +278,62 @@ export async function diff(dir: string, base: string, head: string): Promise<str
 export async function countCommits(dir: string, base: string, head: string): Promise<number> {
   return Number(await gitOk(dir, ["rev-list", "--count", `${base}..${head}`]));
 }
+
+/** One file of a pull request's diff, as `pulls/list-files` describes it. */
+export interface DiffFile {
+  filename: string;
+  status: "added" | "removed" | "modified" | "renamed";
+  additions: number;
+  deletions: number;
+  /** The unified diff's hunks (from the first `@@`); absent for a binary file. */
+  patch: string | undefined;
+  /** The lines of the head's version the hunks show (added or context): where comments go. */
+  headLines: Set<number>;
+}
+
+/** The pull request's diff (merge base of `base` and `head` to `head`), file by file. */
+export async function diffFiles(dir: string, base: string, head: string): Promise<DiffFile[]> {
+  const text = await diff(dir, base, head);
+  const files: DiffFile[] = [];
+  for (const section of text.split(/^diff --git /m).slice(1)) {
+    const lines = section.split("\n");
+    const hunkAt = lines.findIndex((l) => l.startsWith("@@"));
+    const header = hunkAt < 0 ? lines : lines.slice(0, hunkAt);
+    const newPath = header.find((l) => l.startsWith("+++ b/"))?.slice(6);
+    const oldPath = header.find((l) => l.startsWith("--- a/"))?.slice(6);
+    const named = /^a\/(.+) b\/(.+)$/.exec(lines[0] ?? "");
+    const file: DiffFile = {
+      filename: newPath ?? oldPath ?? named?.[2] ?? "",
+      status: header.some((l) => l.startsWith("new file mode"))
+        ? "added"
+        : header.some((l) => l.startsWith("deleted file mode"))
+        ? "removed"
+        : header.some((l) => l.startsWith("rename from"))
+        ? "renamed"
+        : "modified",
+      additions: 0,
+      deletions: 0,
+      patch: undefined,
+      headLines: new Set(),
+    };
+    if (hunkAt >= 0) {
+      const hunks = lines.slice(hunkAt);
+      while (hunks.at(-1) === "") hunks.pop();
+      file.patch = hunks.join("\n");
+      let next = 0;
+      for (const line of hunks) {
+        const start = /^@@ -\S+ \+(\d+)/.exec(line);
+        if (start) {
+          next = Number(start[1]);
+        } else if (line.startsWith("-")) {
+          file.deletions++;
+        } else if (line.startsWith("+") || line.startsWith(" ")) {
+          if (line.startsWith("+")) file.additions++;
+          file.headLines.add(next++);
+        }
+      }
+    }
+    files.push(file);
+  }
+  return files;
+}

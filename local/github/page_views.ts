@@ -127,7 +127,14 @@ ${asSelector(v)}
 <h1>${escape(issue.title)} <span>#${issue.number}</span></h1>
 <p><span class="state ${state}">${state}</span> ${escape(issue.user.login)} wants to merge
 ${facts.commits} commit${facts.commits === 1 ? "" : "s"} into <code>${escape(pull.base)}</code> from
-<code>${escape(pull.head)}</code>${pull.draft ? " (draft)" : ""}</p>
+<code>${escape(pull.head)}</code> · ${
+      pull.draft ? "<strong>Draft</strong>" : "Ready for review"
+    }</p>
+<p>Reviewers: ${
+      pull.requestedReviewers.length
+        ? pull.requestedReviewers.map((a) => escape(a.login)).join(", ")
+        : "none requested"
+    }</p>
 <div class="box body">${escape(issue.body ?? "No description provided.")}</div>
 <h2>Commits</h2><table>${commits}</table>
 <h2>Checks</h2>${

@@ -162,7 +162,7 @@ export function pullRequestSimple(site: Site, app: AppInfo, i: Issue, refs: Pull
     merge_commit_sha: pull.mergeCommitSha,
     assignee: null,
     assignees: [],
-    requested_reviewers: [],
+    requested_reviewers: pull.requestedReviewers.map((a) => simpleUser(site, a)),
     requested_teams: [],
     head: branch(site, i.repo, pull.head, refs.headSha),
     base: branch(site, i.repo, pull.base, refs.baseSha),

@@ -143,6 +143,7 @@ export async function createPull(ctx: Context, call: RepoCall): Promise<Response
       mergedAt: null,
       mergedBy: null,
       mergeCommitSha: null,
+      requestedReviewers: [],
     },
   };
   repo.issues.set(issue.number, issue);

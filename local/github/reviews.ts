@@ -1,12 +1,16 @@
 /**
- * A person reviews a pull request (the page, the test API, or `pulls/create-review` with their
- * user token): approve, request changes or comment, with a body and line comments. As on GitHub, a review that requests changes or only comments
- * needs a body or line comments, and a person does not review their own pull request. Webhooks:
+ * A review of a pull request (the page, the test API, or `pulls/create-review` with a person's
+ * user token or the App's installation token): approve, request changes or comment, with a body
+ * and line comments. As on GitHub, a review that requests changes or only comments needs a body
+ * or line comments, an author may only comment on their own pull request (the App reviews its
+ * own with `COMMENT`), and a line comment must be on a line the diff shows (else 422 `Line could
+ * not be resolved`). Webhooks:
  * `pull_request_review` `submitted`, then `pull_request_review_comment` `created` per line comment.
  */
 import type { Context, RepoCall } from "./context.ts";
 import { review as reviewShape, reviewComment } from "./pull_shapes.ts";
 import { githubError, json } from "./responses.ts";
+import { diffFiles } from "./git.ts";
 import { pullPayload, pullRefs } from "./pulls.ts";
 import type { Repo, Review, ReviewComment, ReviewState } from "./state.ts";
 
@@ -48,8 +52,24 @@ export async function submitReview(
   if (state !== "APPROVED" && body === "" && lines.length === 0) {
     throw new Error("A review that requests changes or comments needs a body or line comments");
   }
-  if (user.id === issue.user.id) throw new Error("A person cannot review their own pull request");
-  const { headSha } = await pullRefs(issue);
+  // GitHub lets an author comment on their own pull request, never approve it or ask changes.
+  if (user.id === issue.user.id && state !== "COMMENTED") {
+    throw new Error(
+      state === "APPROVED"
+        ? "Can not approve your own pull request"
+        : "Can not request changes on your own pull request",
+    );
+  }
+  const { headSha, baseSha } = await pullRefs(issue);
+  if (lines.length > 0) {
+    // A line comment goes on a line the diff shows, on the head's side.
+    const files = await diffFiles(repo.dir, baseSha, headSha);
+    for (const line of lines) {
+      const file = files.find((f) => f.filename === line.path);
+      if (!file) throw new Error("Path could not be resolved");
+      if (!file.headLines.has(line.line)) throw new Error("Line could not be resolved");
+    }
+  }
   const now = Date.now();
   const review: Review = {
     id: ctx.state.nextId(),

@@ -6,6 +6,8 @@
  */
 
 export const API_PREFIX = "/api/v3";
+/** GitHub Enterprise Server's GraphQL address (ready_for_review.ts serves one mutation). */
+export const GRAPHQL_PATH = "/api/graphql";
 
 export type OperationId =
   | "apps/get-repo-installation"
@@ -18,6 +20,8 @@ export type OperationId =
   | "pulls/get"
   | "pulls/update"
   | "pulls/create-review"
+  | "pulls/list-files"
+  | "pulls/request-reviewers"
   | "pulls/merge"
   | "issues/add-labels"
   | "issues/create-comment"
@@ -115,6 +119,19 @@ const OPERATIONS: readonly ApiOperation[] = [
     { auth: "token", creates: true },
   ),
   op(
+    "pulls/list-files",
+    "GET",
+    String.raw`${REPO}/pulls/(?<number>\d+)/files`,
+    "pulls/pulls#list-pull-requests-files",
+  ),
+  op(
+    "pulls/request-reviewers",
+    "POST",
+    String.raw`${REPO}/pulls/(?<number>\d+)/requested_reviewers`,
+    "pulls/review-requests#request-reviewers-for-a-pull-request",
+    { creates: true },
+  ),
+  op(
     "pulls/merge",
     "PUT",
     String.raw`${REPO}/pulls/(?<number>\d+)/merge`,
@@ -173,6 +190,8 @@ const OPERATIONS: readonly ApiOperation[] = [
 
 export type Route =
   | { kind: "api"; op: ApiOperation; params: Record<string, string> }
+  /** GraphQL: `POST /api/graphql`. */
+  | { kind: "graphql" }
   /** An API path no operation serves: GitHub's 404. */
   | { kind: "api-unknown" }
   /** Smart HTTP: `service` is `git-upload-pack` (fetch) or `git-receive-pack` (push). */
@@ -192,6 +211,7 @@ export type PageRoute =
 const GIT_PATH = /^\/([^/]+)\/([^/]+?)(?:\.git)?\/(info\/refs|git-upload-pack|git-receive-pack)$/;
 
 export function routeOf(method: string, pathname: string, search: URLSearchParams): Route {
+  if (pathname === GRAPHQL_PATH && method === "POST") return { kind: "graphql" };
   if (pathname === API_PREFIX || pathname.startsWith(`${API_PREFIX}/`)) {
     const rest = pathname.slice(API_PREFIX.length);
     for (const candidate of OPERATIONS) {

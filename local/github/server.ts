@@ -57,6 +57,7 @@ import { servePage } from "./page.ts";
 import { addPeople, DEMO_OWNER } from "./people.ts";
 import { createRateLimits, type RateLimitOptions } from "./rate_limit.ts";
 import { createRepository, type NewRepository, setCollaborator } from "./repos.ts";
+import { graphql } from "./ready_for_review.ts";
 import { githubError } from "./responses.ts";
 import { type NewReview, submitReview } from "./reviews.ts";
 import { API_PREFIX, type OperationId, routeOf } from "./route.ts";
@@ -139,8 +140,8 @@ export interface GitHubStandInOptions {
 export interface ApiRequestRecord {
   method: string;
   path: string;
-  /** The REST operation, `git` for smart HTTP, undefined for anything else. */
-  operation: OperationId | "git" | undefined;
+  /** The REST operation, `git` for smart HTTP, `graphql`, undefined for anything else. */
+  operation: OperationId | "git" | "graphql" | undefined;
   status: number;
   installationId: number | undefined;
   at: number;
@@ -177,6 +178,17 @@ export interface PullSnapshot {
   head: string;
   base: string;
   user: string;
+  /** People asked to review it. */
+  requestedReviewers: string[];
+}
+
+/** A review as the stand-in holds it, with its line comments. */
+export interface ReviewSnapshot {
+  user: string;
+  state: "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED";
+  body: string;
+  commitId: string;
+  comments: { path: string; line: number; body: string }[];
 }
 
 export interface GitHubStandIn extends AsyncDisposable {
@@ -247,6 +259,8 @@ export interface GitHubStandIn extends AsyncDisposable {
   ): Promise<{ sha: string }>;
   addCheckRun(owner: string, repo: string, sha: string, init: NewCheckRun): Promise<number>;
   pulls(owner: string, repo: string): PullSnapshot[];
+  /** The reviews of a pull request, oldest first. */
+  reviews(owner: string, repo: string, number: number): ReviewSnapshot[];
   /** The comments on an issue or pull request, oldest first. */
   comments(
     owner: string,
@@ -341,6 +355,9 @@ export async function startGitHubStandIn(
               url.searchParams,
             ));
             break;
+          case "graphql":
+            response = await graphql(ctx, req);
+            break;
           case "api-unknown":
             response = githubError(404, "Not Found", "https://docs.github.com/rest");
             break;
@@ -371,7 +388,11 @@ export async function startGitHubStandIn(
       requests.push({
         method: req.method,
         path: url.pathname + url.search,
-        operation: route.kind === "api" ? route.op.id : route.kind === "git" ? "git" : undefined,
+        operation: route.kind === "api"
+          ? route.op.id
+          : route.kind === "git" || route.kind === "graphql"
+          ? route.kind
+          : undefined,
         status: response.status,
         installationId,
         at: Date.now(),
@@ -501,7 +522,19 @@ export async function startGitHubStandIn(
         head: i.pull!.head,
         base: i.pull!.base,
         user: i.user.login,
+        requestedReviewers: i.pull!.requestedReviewers.map((a) => a.login),
       })),
+    reviews: (ownerLogin, name, number) => {
+      const issue = state.requireIssue(repoOf(ownerLogin, name), number);
+      return state.reviews.filter((r) => r.issue === issue).map((r) => ({
+        user: r.user.login,
+        state: r.state,
+        body: r.body,
+        commitId: r.commitId,
+        comments: state.reviewComments.filter((c) => c.review === r)
+          .map((c) => ({ path: c.path, line: c.line, body: c.body })),
+      }));
+    },
     comments: (ownerLogin, name, number) => {
       const issue = state.requireIssue(repoOf(ownerLogin, name), number);
       return [...state.comments.values()].filter((c) => c.issue === issue)

@@ -63,6 +63,8 @@ export interface Pull {
   mergedAt: number | null;
   mergedBy: Account | null;
   mergeCommitSha: string | null;
+  /** People asked to review it (`pulls/request-reviewers`). */
+  requestedReviewers: Account[];
 }
 
 export interface Issue {

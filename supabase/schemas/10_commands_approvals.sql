@@ -22,7 +22,8 @@ create table public.vm_commands (
   project_id uuid not null references public.projects (id) on delete cascade,
   type text not null check (type in (
     'start_agents', 'stop_agents', 'restart_agents', 'deliver_message', 'update_persona_files',
-    'approval_decision', 'update_manifest', 'interrupt_agent', 'pull_request_feedback'
+    'approval_decision', 'update_manifest', 'interrupt_agent', 'pull_request_feedback',
+    'review_pull_request'
   )),
   payload jsonb not null default '{}'::jsonb check (jsonb_typeof(payload) = 'object'),
   -- queued → leased (delivered, lease running) → running → succeeded | failed;

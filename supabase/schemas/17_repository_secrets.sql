@@ -215,6 +215,8 @@ begin
     ('ci_fix_rounds', to_jsonb(v_rounds), v_rounds is distinct from v_before.ci_fix_rounds)
   ) as c (field, value, changed)
   where c.changed;
+  -- The team's review settings (29_team_review.sql), kept apart.
+  v_changed := v_changed || private.team_review_changes(p_project_id, v_before, p_changes);
   if v_changed <> '{}'::jsonb then
     update public.projects
       set name = v_name, repository_url = v_url, repository_branch = v_branch,

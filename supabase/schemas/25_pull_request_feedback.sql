@@ -59,7 +59,8 @@ create table private.github_actions (
   -- `comment_id`; comment: `body` on `number`; issue_taken: the dashboard's address on `number`;
   -- checks: the check runs of `head_sha`; mergeable: whether pull request `number` still merges.
   kind text not null constraint github_actions_kind_check
-    check (kind in ('reaction', 'comment', 'issue_taken', 'checks', 'mergeable')),
+    check (kind in ('reaction', 'comment', 'issue_taken', 'checks', 'mergeable',
+      'review', 'ready')),
   number integer,
   comment_id bigint,
   pull_request_id bigint references private.pull_requests (id) on delete cascade,

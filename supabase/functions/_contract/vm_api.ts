@@ -135,6 +135,22 @@ const ciFixRounds = z.int({ error: "must be a whole number between 0 and 20" })
   .min(0, { error: "must be between 0 and 20" })
   .max(20, { error: "must be between 0 and 20" });
 
+const reviewRounds = z.int({ error: "must be a whole number between 0 and 10" })
+  .min(0, { error: "must be between 0 and 10" })
+  .max(10, { error: "must be between 0 and 10" });
+
+/** A GitHub login: letters, digits and single inner hyphens, at most 39 characters. */
+export const GITHUB_LOGIN = /^[A-Za-z0-9](?:-?[A-Za-z0-9])*$/;
+
+const reviewers = z.array(
+  z.string({ error: "must be a GitHub login" }).max(39, { error: "must be a GitHub login" })
+    .regex(GITHUB_LOGIN, { error: "must be a GitHub login" }),
+  { error: "must be an array of GitHub logins" },
+).max(15, { error: "must hold at most 15 GitHub logins" })
+  .refine((logins) => new Set(logins.map((l) => l.toLowerCase())).size === logins.length, {
+    error: "must not name a login twice",
+  });
+
 /** The Project resource, as status and update answer it. */
 const project = z.object({
   id: z.uuid(),
@@ -168,6 +184,12 @@ const project = z.object({
   agents_label: z.string().describe("An issue with this label is a task for the agents"),
   branch_prefix: z.string().describe("Each task's branch is <branch_prefix><agent>/<slug>-<hex>"),
   ci_fix_rounds: z.int().describe("Follow-ups for failed checks per pull request at most"),
+  review_rounds: z.int().describe(
+    "Team reviews per pull request at most (contract §21); 0: the team does not review",
+  ),
+  reviewers: z.array(z.string()).describe(
+    "GitHub logins asked to review once the team is done with a pull request",
+  ),
   month_to_date_cost_usd: z.number().describe("This UTC month's model and compute cost"),
   month_to_date: z.object({
     month: z.string().describe("The UTC month, YYYY-MM"),
@@ -241,6 +263,13 @@ export const update = action({
     agents_label: agentsLabel.optional().describe("Default agents"),
     branch_prefix: branchPrefix.optional().describe("Default agents/"),
     ci_fix_rounds: ciFixRounds.optional().describe("0..20 (default 3)"),
+    review_rounds: reviewRounds.optional().describe(
+      "0..10 (default 2): team reviews per pull request; 0 turns the team's reviewing off",
+    ),
+    reviewers: reviewers.optional().describe(
+      "At most 15 GitHub logins asked to review once the team approved or ran out of rounds " +
+        "(default none)",
+    ),
   }),
   response: z.object({ project }),
 });

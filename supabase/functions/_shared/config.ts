@@ -380,6 +380,14 @@ export const ENV = {
       schema: z.url().default("https://api.github.com"),
       doc: "GitHub's REST API; GitHub Enterprise Server: `https://<host>/api/v3`.",
     },
+    GITHUB_GRAPHQL_URL: {
+      schema: z.url().optional(),
+      whenUnset:
+        "GITHUB_API_URL's: `https://api.github.com/graphql`; for `https://<host>/api/v3`, " +
+        "`https://<host>/api/graphql`",
+      doc: "GitHub's GraphQL API, for its one call the REST API lacks: marking a draft pull " +
+        "request ready for review once the team's review is done (contract §21).",
+    },
     GITHUB_WEB_URL: {
       schema: z.url().default("https://github.com"),
       doc: "GitHub's web and git address: a project whose `repository_url` is " +
@@ -713,6 +721,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     github: {
       apiUrl: e.GITHUB_API_URL.replace(/\/+$/, ""),
       webUrl: e.GITHUB_WEB_URL.replace(/\/+$/, ""),
+      graphqlUrl: (e.GITHUB_GRAPHQL_URL ?? graphqlUrlOf(e.GITHUB_API_URL)).replace(/\/+$/, ""),
       // The App (all three settings), or absent: GitHub projects are then plain https ones.
       ...ifSet("app", githubApp),
       ...ifSet("webhookSecret", e.GITHUB_WEBHOOK_SECRET),
@@ -731,6 +740,15 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
 }
 
 /** `{ [key]: value }`, or `{}` when value is undefined: an unset optional property stays absent. */
+/**
+ * GitHub's GraphQL address beside its REST one (contract §21): `https://api.github.com/graphql`,
+ * and `https://<host>/api/graphql` for Enterprise Server's (and the stand-in's) `…/api/v3`.
+ */
+function graphqlUrlOf(apiUrl: string): string {
+  const rest = apiUrl.replace(/\/+$/, "");
+  return rest.endsWith("/api/v3") ? `${rest.slice(0, -"/v3".length)}/graphql` : `${rest}/graphql`;
+}
+
 function ifSet<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }

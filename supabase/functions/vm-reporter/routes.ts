@@ -14,6 +14,7 @@ import { health } from "./routes/health.ts";
 import { manifest } from "./routes/manifest.ts";
 import { messages } from "./routes/messages.ts";
 import { productivityMetrics } from "./routes/productivity_metrics.ts";
+import { pullRequestReviews } from "./routes/pull_request_reviews.ts";
 import { pullRequests } from "./routes/pull_requests.ts";
 import { sessionSteps } from "./routes/session_steps.ts";
 import { taskMetrics } from "./routes/task_metrics.ts";
@@ -34,6 +35,7 @@ export const routeList: readonly Route[] = [
   manifest,
   sessionSteps,
   pullRequests,
+  pullRequestReviews,
 ];
 
 /** Path below /vm-reporter → its route. */

@@ -13,6 +13,7 @@ import type { Logger } from "../log.ts";
 import { performGitHubActions } from "./follow_ups.ts";
 import { learnPermissions } from "./permissions.ts";
 import { deleteEndedBranches } from "./pull_requests.ts";
+import { TEAM_REVIEW_TIMEOUT_MINUTES } from "./team_review.ts";
 
 /** Deliveries a reconciler run acts on at most. */
 export const DELIVERIES_PER_RUN = 200;
@@ -40,6 +41,8 @@ export async function processGitHubDeliveries(
       ${deps.config.github.webUrl}, ${only === undefined ? DELIVERIES_PER_RUN : 1},
       ${DELIVERY_MAX_ATTEMPTS}, ${only ?? null}
     ) as report`;
+  // A team review not answered in time does not hold its pull request (contract §21).
+  await deps.sql`select private.expire_team_reviews(${TEAM_REVIEW_TIMEOUT_MINUTES})`;
   const deleted = await deleteEndedBranches(deps);
   const actions = await performGitHubActions(deps);
   return {

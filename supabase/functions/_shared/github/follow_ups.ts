@@ -17,6 +17,7 @@ import { describeError, type Logger } from "../log.ts";
 import { dashboardUrl } from "../notifications/compose.ts";
 import { tokenOctokit } from "./app.ts";
 import { GitHubWriteDeferred, paceWrites } from "./pacing.ts";
+import { handOver, postTeamReview, type TeamReview } from "./team_review.ts";
 import { installationToken } from "./tokens.ts";
 
 export interface FollowUpDeps {
@@ -42,7 +43,7 @@ export const FAILED_CONCLUSIONS: ReadonlySet<string> = new Set(["failure", "time
 
 interface Action {
   id: string;
-  kind: "reaction" | "comment" | "issue_taken" | "checks" | "mergeable";
+  kind: "reaction" | "comment" | "issue_taken" | "checks" | "mergeable" | "review" | "ready";
   repository: string;
   number: number | null;
   comment_id: string | null;
@@ -163,6 +164,22 @@ async function perform(deps: FollowUpDeps, octokit: Octokit, action: Action): Pr
       return await checksFollowUp(deps, octokit, action, owner, repo);
     case "mergeable":
       return await mergeableFollowUp(deps, octokit, action, owner, repo);
+    // The team's review (contract §21, team_review.ts).
+    case "review":
+      await postTeamReview(
+        octokit,
+        { owner, repo, number: action.number!, headSha: action.head_sha },
+        JSON.parse(action.body ?? "{}") as TeamReview,
+      );
+      return { done: true };
+    case "ready":
+      await handOver(deps, octokit, {
+        owner,
+        repo,
+        number: action.number!,
+        projectId: action.project_id,
+      });
+      return { done: true };
   }
 }
 

@@ -20,6 +20,7 @@ import { dashboardUrl } from "../notifications/compose.ts";
 import { statusOf, tokenOctokit } from "./app.ts";
 import { pullRequestsPossible } from "./delivery.ts";
 import { GitHubWriteDeferred, paceWrites } from "./pacing.ts";
+import { requestTeamReview } from "./team_review.ts";
 import { type GitHubRepository, githubRepositoryOf, repositoryKey } from "./repository.ts";
 import { installationToken } from "./tokens.ts";
 
@@ -164,6 +165,7 @@ export async function deliverPullRequest(
         ${row.id}, ${row.claim}, ${pull.number}, ${pull.html_url}, ${pull.state === "open"},
         ${!!pull.merged_at}, ${pull.draft ?? row.draft}, ${pull.head?.sha ?? null}
       ) as answer`;
+    if (report.reviewer) await requestTeamReview(sql, row.id, report.reviewer, log);
     if (report.answer) {
       // The session's answer, commented once per session (the follow-ups' paced worker posts it).
       await sql`

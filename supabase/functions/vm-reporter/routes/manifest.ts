@@ -117,7 +117,7 @@ export const manifest = defineRoute(contract, {
         else jsonb_build_object('monthly_usd', p.monthly_budget_usd, 'spent_usd', c.total_usd,
           'month', to_char(c.month, 'YYYY-MM')) end,
       'delivery', jsonb_build_object('setting', p.delivery, 'branch_prefix', p.branch_prefix,
-        'draft', p.draft_pull_requests),
+        'draft', p.draft_pull_requests, 'review_rounds', p.review_rounds),
       'github_verified', exists (select 1 from private.project_github_verification(p.id)))
     from public.projects p
     join public.month_to_date_costs c on c.project_id = p.id

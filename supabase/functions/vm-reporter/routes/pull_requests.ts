@@ -30,7 +30,10 @@ export const pullRequests = defineRoute(contract, {
     select jsonb_build_object(
       'project_id', p.id, 'organization_id', p.organization_id,
       'repository_url', p.repository_url, 'repository_branch', p.repository_branch,
-      'delivery', p.delivery, 'draft', p.draft_pull_requests, 'report', a.body,
+      'delivery', p.delivery, 'report', a.body,
+      -- With the team reviewing it first (contract §21), a draft whatever draft_pull_requests.
+      'draft', p.draft_pull_requests or (p.review_rounds > 0
+        and coalesce(a.body ->> 'reviewer', a.body ->> 'agent') <> a.body ->> 'agent'),
       'verified', exists (select 1 from private.project_github_verification(p.id)),
       'branch_known', exists (
           select 1 from private.pull_requests pr
