@@ -141,6 +141,12 @@ comment on table private.team_reviews is
 
 alter table private.team_reviews enable row level security;
 revoke all on private.team_reviews from public, anon, authenticated;
+grant select on private.team_reviews to authenticated, service_role;
+
+-- Members read them through public.agent_scorecards (its review sessions' cost).
+create policy "Team reviews are visible to project members"
+  on private.team_reviews for select to authenticated
+  using (exists (select 1 from private.pull_requests pr where pr.id = pull_request_id));
 
 -- The read model gains the team's review (columns appended: the view keeps its others).
 create or replace view public.pull_requests with (security_invoker = true) as
@@ -300,8 +306,8 @@ begin
     case when v_unreadable then 'comment' else 'review' end, v_pull.number, v_pull.id, v_head,
     v_reviewer,
     case when v_unreadable then left(format(
-      E'The team''s reviewer **%s** answered a review of %s that the platform could not read '
-      E'(no verdict it knows). What could be read:\n\n%s', v_reviewer, left(v_head, 7),
+      'The team''s reviewer **%s** answered a review of %s that the platform could not read '
+      || E'(no verdict it knows). What could be read:\n\n%s', v_reviewer, left(v_head, 7),
       p_body ->> 'unreadable'), 60000)
     else jsonb_build_object('verdict', v_verdict,
       'summary', p_body ->> 'summary', 'comments', coalesce(p_body -> 'comments', '[]'),
@@ -314,8 +320,8 @@ begin
     -- The author answers it on the same branch; the next push is the next round (or hand-over).
     perform set_config('agents.team_review', 'on', true);
     perform private.queue_pull_request_feedback(v_pull, 'review', v_reviewer,
-      format(E'The team''s reviewer %s requested changes on pull request #%s (round %s of %s). '
-        'Change what it asks for and push; what it wrote is below.\n\n%s',
+      format('The team''s reviewer %s requested changes on pull request #%s (round %s of %s). '
+        || E'Change what it asks for and push; what it wrote is below.\n\n%s',
         v_reviewer, v_pull.number, v_pull.review_rounds, v_rounds,
         private.untrusted_block(format('team review of pull request #%s', v_pull.number),
           v_reviewer, 'agent', left(private.team_review_text(p_body), 12000))));

@@ -481,6 +481,8 @@ export type Database = {
           region: string;
           repository_branch: string;
           repository_url: string | null;
+          review_rounds: number;
+          reviewers: string[];
           schedule: Json | null;
           status: string;
           status_changed_at: string;
@@ -513,6 +515,8 @@ export type Database = {
           region?: string;
           repository_branch?: string;
           repository_url?: string | null;
+          review_rounds?: number;
+          reviewers?: string[];
           schedule?: Json | null;
           status?: string;
           status_changed_at?: string;
@@ -545,6 +549,8 @@ export type Database = {
           region?: string;
           repository_branch?: string;
           repository_url?: string | null;
+          review_rounds?: number;
+          reviewers?: string[];
           schedule?: Json | null;
           status?: string;
           status_changed_at?: string;
@@ -843,6 +849,25 @@ export type Database = {
       };
     };
     Views: {
+      agent_scorecards: {
+        Row: {
+          agent: string | null;
+          cost_per_merged_pull_request_usd: number | null;
+          cost_usd: number | null;
+          first_check_pass_rate: number | null;
+          follow_ups: number | null;
+          mean_review_rounds: number | null;
+          median_minutes_to_pull_request: number | null;
+          merge_rate: number | null;
+          model: string | null;
+          period_start: string | null;
+          project_id: string | null;
+          pull_requests_closed_unmerged: number | null;
+          pull_requests_merged: number | null;
+          pull_requests_opened: number | null;
+        };
+        Relationships: [];
+      };
       agent_sessions: {
         Row: {
           agent: string | null;
@@ -966,6 +991,8 @@ export type Database = {
           number: number | null;
           opened_at: string | null;
           project_id: string | null;
+          review_rounds: number | null;
+          review_state: string | null;
           sessions: number | null;
           state: string | null;
           task_id: string | null;
