@@ -204,6 +204,20 @@ export async function projectDeliverySettings(
   );
 }
 
+/** What Settings' team review section reads of the project's row (contract §21). */
+export type TeamReviewSettings = Pick<Project, "review_rounds" | "reviewers">;
+
+/** The project's team review settings as its row has them now (Settings). */
+export async function projectTeamReview(
+  client: DashboardClient,
+  projectId: string,
+): Promise<TeamReviewSettings | null> {
+  return answered(
+    await client.from("projects").select("review_rounds, reviewers").eq("id", projectId)
+      .maybeSingle(),
+  );
+}
+
 // --- The person's GitHub account and the repository's verification (contract §18) ---------------
 //
 // Until §18's contract and migration land in supabase/ (vm-api's `github_authorize` and

@@ -64,6 +64,8 @@ function pr(number: number, fields: Partial<PullRequest> = {}): PullRequest {
     cost_usd: 0.1,
     opened_at: AT,
     updated_at: AT,
+    review_state: null,
+    review_rounds: 0,
     ...fields,
   };
 }

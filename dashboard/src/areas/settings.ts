@@ -15,6 +15,7 @@ import {
   projectRepository,
   projectRole,
   projectSecrets,
+  projectTeamReview,
 } from "../data.ts";
 import { h, show } from "../ui.ts";
 import { costControlSettings } from "./settings/cost_control.ts";
@@ -22,9 +23,11 @@ import { dangerZone } from "./settings/danger_zone.ts";
 import { githubSettings } from "./settings/github.ts";
 import { repositorySettings } from "./settings/repository.ts";
 import { secretSettings } from "./settings/secrets.ts";
+import { teamReviewSettings } from "./settings/team_review.ts";
 
 export { costControlView } from "./settings/cost_control.ts";
 export { connectionView, deliveryView, githubSettings } from "./settings/github.ts";
+export { parseReviewers, teamReviewView } from "./settings/team_review.ts";
 
 const ADMIN_ROLES = ["owner", "admin"];
 
@@ -44,12 +47,14 @@ export const mountSettings: MountArea = (root, context) => {
   const secrets = secretSettings(context, refresh);
   const costControl = costControlSettings(context, refresh);
   const github = githubSettings(context, refresh);
+  const teamReview = teamReviewSettings(context, refresh);
 
   function renderControls(): void {
     repository.render(admin);
     secrets.render(admin);
     costControl.render(admin);
     github.render(admin);
+    teamReview.render(admin);
   }
 
   show(
@@ -69,6 +74,7 @@ export const mountSettings: MountArea = (root, context) => {
     secrets.section,
     costControl.section,
     github.section,
+    teamReview.section,
     dangerZone(context),
   );
   renderControls();
@@ -78,13 +84,15 @@ export const mountSettings: MountArea = (root, context) => {
   let shownRepository: string | null | undefined;
   const area = {
     async refresh() {
-      const [repositoryRow, secretRows, costs, delivery] = await Promise.all([
+      const [repositoryRow, secretRows, costs, delivery, review] = await Promise.all([
         projectRepository(client, project.id),
         projectSecrets(client, project.id),
         projectCostControl(client, project.id),
         projectDeliverySettings(client, project.id),
+        projectTeamReview(client, project.id),
       ]);
       github.draw(delivery);
+      teamReview.draw(review);
       // Another repository may be another connection (on GitHub or not): status says again.
       const repositoryUrl = repositoryRow?.repository_url ?? null;
       if (shownRepository !== undefined && repositoryUrl !== shownRepository) void github.check();
