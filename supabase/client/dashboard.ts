@@ -337,6 +337,7 @@ export const READ_MODELS = [
   "cost_by_model",
   "project_secrets",
   "pull_requests",
+  "agent_scorecards",
 ] as const;
 
 export type ReadModel = (typeof READ_MODELS)[number];

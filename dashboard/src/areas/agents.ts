@@ -13,8 +13,10 @@ import {
 } from "../data.ts";
 import type { Tables } from "../../../supabase/types/database.ts";
 import { badge, type Child, h, money, show, table, when } from "../ui.ts";
+import { scorecardsView } from "./agents/scorecards.ts";
 import { type StepsPanel, stepsPanel } from "./agents/steps_panel.ts";
 
+export { scorecardsView } from "./agents/scorecards.ts";
 export { stepItem } from "./agents/step_item.ts";
 export { STEP_PAGE, stepsPanel } from "./agents/steps_panel.ts";
 
@@ -29,6 +31,9 @@ export interface AgentActions {
 }
 
 const NO_ACTIONS: AgentActions = { watch() {}, interrupt() {}, steps() {} };
+
+/** The scorecards are read again at most this often (a view over what happened: not per event). */
+const SCORECARDS_EVERY_MS = 60_000;
 
 /** How far back an agent's current session is looked for among the steps (by their `at`). */
 const CURRENT_SESSION_WITHIN_MS = 24 * 3600_000;
@@ -105,6 +110,8 @@ export const mountAgents: MountArea = (root, context) => {
   const alerts = h("div", {});
   const agents = h("div", {});
   const sessions = h("div", {});
+  const scorecards = h("div", {});
+  let scoredAt = 0;
   /** Where the steps of the session being watched or read are shown: one at a time. */
   const steps = h("div", {});
   let panel: StepsPanel | undefined;
@@ -185,6 +192,8 @@ export const mountAgents: MountArea = (root, context) => {
     steps,
     h("h2", {}, "Session history"),
     sessions,
+    h("h2", {}, "Scorecards"),
+    scorecards,
   );
   return {
     async refresh(events, telemetry) {
@@ -200,6 +209,11 @@ export const mountAgents: MountArea = (root, context) => {
         show(alerts, ...view.alerts);
         show(agents, view.agents);
         show(sessions, view.sessions);
+        if (Date.now() - scoredAt >= SCORECARDS_EVERY_MS) {
+          scoredAt = Date.now();
+          const cards = await newest(client, "agent_scorecards", project!.id, "period_start", 120);
+          show(scorecards, ...scorecardsView(cards));
+        }
       }
       if (panel?.live) await panel.newer();
     },
