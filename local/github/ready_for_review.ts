@@ -13,7 +13,7 @@ import { pullRequestSimple } from "./pull_shapes.ts";
 import { pullPayload, pullRefs } from "./pulls.ts";
 import { githubError, json, validationFailed } from "./responses.ts";
 import { nodeId } from "./shapes.ts";
-import { accessOf, type Issue } from "./state.ts";
+import { type Issue, roleOf } from "./state.ts";
 
 function pullOf(call: RepoCall): Issue | undefined {
   const issue = call.repo.issues.get(Number(call.params.number));
@@ -48,8 +48,8 @@ export async function listFiles(ctx: Context, call: RepoCall): Promise<Response>
 }
 
 /**
- * `POST /repos/{owner}/{repo}/pulls/{number}/requested_reviewers`: as GitHub, only people who
- * can see the repository, never the pull request's author (422); answers `pull-request-simple`
+ * `POST /repos/{owner}/{repo}/pulls/{number}/requested_reviewers`: as GitHub, only the
+ * repository's collaborators, never the pull request's author (422); answers `pull-request-simple`
  * and says `review_requested` once per person newly asked.
  */
 export async function requestReviewers(ctx: Context, call: RepoCall): Promise<Response> {
@@ -57,7 +57,8 @@ export async function requestReviewers(ctx: Context, call: RepoCall): Promise<Re
   if (!issue) return githubError(404, "Not Found", call.docs);
   const logins = Array.isArray(call.body.reviewers) ? call.body.reviewers.map(String) : [];
   const people = logins.map((login) => ctx.state.accounts.get(login.toLowerCase()));
-  if (people.some((p) => p === undefined || accessOf(p, call.repo) === undefined)) {
+  // Collaborators only (the owner included), whether or not the repository is public.
+  if (people.some((p) => p === undefined || roleOf(p, call.repo) === undefined)) {
     return json(422, {
       message: "Reviews may only be requested from collaborators. One or more of the users or " +
         `teams you specified is not a collaborator of the ${call.repo.fullName} repository.`,

@@ -135,7 +135,8 @@ export function conform(method: string, route: string, status: number, body: unk
 
 /** A webhook payload against the description's `x-webhooks` schema for its event and action. */
 export function conformWebhook(event: string, payload: Json): void {
-  const name = `webhook-${event.replaceAll("_", "-")}${payload.action ? `-${payload.action}` : ""}`;
+  const action = payload.action ? `-${String(payload.action).replaceAll("_", "-")}` : "";
+  const name = `webhook-${event.replaceAll("_", "-")}${action}`;
   assert.ok(spec.components.schemas[name], `GitHub describes no webhook ${name}`);
   assertSchema(`/components/schemas/${escapePointer(name)}`, payload, `webhook ${name}`);
 }

@@ -516,6 +516,10 @@ async function reportEverything(server: TestServer, sql: postgres.Sql, tenant: P
     values (${tenant.projectId}, ${`acme/${tenant.projectId}`}, 'agents/builder/x-abc123', 'main',
       7, ${`https://github.com/acme/${tenant.projectId}/pull/7`}, 'Add a greeting', 'Add one',
       'builder', 'task-1', now())`;
+  // Reviewed once by the team (contract §21): with the session below, agent_scorecards' row.
+  await sql`
+    update private.pull_requests set review_state = 'approved', review_rounds = 1
+    where project_id = ${tenant.projectId}`;
   await vm.ok("/sessions/steps", {
     steps: [{
       session_id: `s-${tenant.projectId}`,

@@ -73,6 +73,8 @@ Deno.test("status shows a member the project and its latest activity", async (t)
       "region",
       "repository_branch",
       "repository_url",
+      "review_rounds",
+      "reviewers",
       "schedule",
       "status",
       "status_changed_at",

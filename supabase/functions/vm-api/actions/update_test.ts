@@ -229,3 +229,52 @@ Deno.test("update_manifest goes only to a VM that is up or coming up", async (t)
     });
   }
 });
+
+Deno.test("update sets the team review's rounds and reviewers (contract §21), checked", async (t) => {
+  await using stack = await inProcess(ACTION_ENV);
+  const { sql } = stack.db;
+  const api = vmApi(stack);
+  const owner = await createUser(sql);
+  const org = await createOrganization(sql, [owner]);
+  const id = await createProject(sql, org, [owner], { status: "active" });
+
+  await t.step(
+    "stored, answered as status answers them, in the activity and the manifest",
+    async () => {
+      type Reviewed = Project & { review_rounds: number; reviewers: string[] };
+      const { project } = ok<{ project: Reviewed }>(
+        await api.act(owner, "update", id, { review_rounds: 3, reviewers: ["octocat", "Mona-L"] }),
+      );
+      assert.equal(project.review_rounds, 3);
+      assert.deepEqual(project.reviewers, ["octocat", "Mona-L"]);
+      const status = (await api.status(owner, id)).project as unknown as Reviewed;
+      assert.deepEqual(status.reviewers, ["octocat", "Mona-L"]);
+      const [entry] = await activityRows(sql, id, "project_updated");
+      assert.deepEqual(entry?.details, { review_rounds: 3, reviewers: ["octocat", "Mona-L"] });
+      assert.deepEqual((await manifestState(sql, id)).commands, [{ revision: 2 }]);
+      // Reviewers alone are not in the manifest: no new revision.
+      ok(await api.act(owner, "update", id, { reviewers: [] }));
+      assert.equal((await manifestState(sql, id)).revision, 2);
+    },
+  );
+
+  await t.step("out of range, not GitHub logins, or too many: 400 naming the field", async () => {
+    for (
+      const [change, field] of [
+        [{ review_rounds: 11 }, "review_rounds"],
+        [{ review_rounds: -1 }, "review_rounds"],
+        [{ reviewers: ["-leading-hyphen"] }, "reviewers"],
+        [{ reviewers: ["two--hyphens"] }, "reviewers"],
+        [{ reviewers: ["a".repeat(40)] }, "reviewers"],
+        [{ reviewers: ["octocat", "OctoCat"] }, "reviewers"],
+        [{ reviewers: Array.from({ length: 16 }, (_, i) => `user${i}`) }, "reviewers"],
+      ] as const
+    ) {
+      const error = refused(await api.act(owner, "update", id, change), 400, "invalid_request");
+      assert.match(error, new RegExp(`^${field}`), JSON.stringify(change));
+    }
+    const [{ review_rounds }] = await sql<[{ review_rounds: number }]>`
+      select review_rounds from public.projects where id = ${id}`;
+    assert.equal(review_rounds, 3, "nothing changed");
+  });
+});

@@ -23,7 +23,7 @@ import type { Manifest } from "../../_contract/reporter.ts";
 /** High enough that no step here is ever rate limited. */
 const ENV = { VM_REPORTER_RATE_LIMIT: "100000", VM_API_RATE_LIMIT: "100000" };
 /** Not a GitHub project here: the agents push (contract §16). */
-const PUSH = { mode: "push", branch_prefix: "agents/", draft: false };
+const PUSH = { mode: "push", branch_prefix: "agents/", draft: false, review_rounds: 2 };
 const TOKEN_VALUE = "ghp_manifestSecretValue_9876543210";
 const API_KEY_VALUE = "sk-ant-manifest-ünïcödé-value";
 
@@ -104,7 +104,7 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       repository: null,
       secrets: { GIT_TOKEN: `${TOKEN_VALUE}2` },
       revision: last,
-      delivery: { mode: "push", branch_prefix: "bots/", draft: true },
+      delivery: { mode: "push", branch_prefix: "bots/", draft: true, review_rounds: 2 },
     });
     // What a session may spend: the budget and this UTC month's cost so far (§11a).
     assert.equal(budget?.monthly_usd, 25);
