@@ -6,10 +6,12 @@
  * line comments on the diff and the one outside it in the body; request_changes is a follow-up for
  * the author and the next reported push round 2; approve marks the pull request ready (GraphQL)
  * and asks the project's reviewers; `review_rounds: 0` opens it ready with no review task; an
- * answer the VM could not read is a plain comment; a person's review during the team's wins.
+ * answer the VM could not read is a plain comment; a person's review during the team's wins; a
+ * review task that failed is skipped by the reconciler's GitHub run, the pull request made ready.
  */
 import assert from "node:assert/strict";
 import { DEMO_OWNER, DEMO_PERSON, type GitHubStandIn } from "../../local/github/server.ts";
+import { processGitHubDeliveries } from "../../supabase/functions/_shared/github/deliveries.ts";
 import {
   connectGitHub,
   pushBranch,
@@ -251,4 +253,27 @@ Deno.test("a person's review while the team's is pending wins: the author answer
       select review_state from public.pull_requests where number = ${number}`;
     assert.equal(row?.review_state, "skipped");
     assert.equal(gh.pulls(DEMO_OWNER, REPO)[0]?.draft, false, "handed to people");
+  }));
+
+Deno.test("a review task that fails does not hold the pull request: ready, with a note", () =>
+  withGitHubPlatform(async (gh, stack) => {
+    const project = await reviewedProject(gh, stack, { reviewers: [DEMO_PERSON] });
+    const task = await startTask(project.vm, "builder", "Count the words");
+    const number = await project.push(task, { "count.ts": FILE }, "reviewer");
+    assert.equal(gh.pulls(DEMO_OWNER, REPO)[0]?.draft, true);
+    // The VM gave up on the command (its reviewer's session kept failing).
+    await stack.db.sql`
+      update public.vm_commands set status = 'failed', error = 'the review session failed'
+      where type = 'review_pull_request'`;
+    // The reconciler's GitHub run.
+    await processGitHubDeliveries(stack.services);
+    await project.settled();
+    const [pull] = gh.pulls(DEMO_OWNER, REPO);
+    assert.equal(pull?.draft, false, "marked ready");
+    assert.deepEqual(pull?.requestedReviewers, [DEMO_PERSON]);
+    const [note] = gh.comments(DEMO_OWNER, REPO, number);
+    assert.match(String(note?.body), /did not answer its review .* in time/);
+    const [row] = await stack.db.sql<{ review_state: string }[]>`
+      select review_state from public.pull_requests where number = ${number}`;
+    assert.equal(row?.review_state, "skipped");
   }));
