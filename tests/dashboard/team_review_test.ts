@@ -5,7 +5,7 @@
  * The team's review and scorecards in the dashboard (contract §21) without a browser (linkedom):
  * Settings' team review section as members read it and as an admin's form saves it (vm-api
  * `update` with review_rounds and reviewers), and the Agents area's scorecards: each agent and
- * model's latest month, with the chart over months.
+ * model's latest month, with the chart over months; the Pull requests area's team review badge.
  */
 import assert from "node:assert/strict";
 import { parseHTML } from "linkedom";
@@ -16,6 +16,7 @@ Object.assign(globalThis, { document: dom.document, Node: dom.Node });
 const { teamReviewSettings } = await import("../../dashboard/src/areas/settings/team_review.ts");
 const { parseReviewers } = await import("../../dashboard/src/areas/settings.ts");
 const { scorecardsView } = await import("../../dashboard/src/areas/agents.ts");
+const { pullRequestsTable } = await import("../../dashboard/src/areas/pull_requests.ts");
 const { memoryClient } = await import("../helpers/dashboard_memory.ts");
 type AreaContext = import("../../dashboard/src/area.ts").AreaContext;
 type Project = import("../../dashboard/src/data.ts").Project;
@@ -165,5 +166,37 @@ Deno.test("Agents, scorecards: each agent and model's latest month, and merged b
   assert.match(
     (scorecardsView([])[0] as Element).textContent ?? "",
     /nothing to score/,
+  );
+});
+
+Deno.test("Pull requests: the team's review beside the state", () => {
+  const base = {
+    project_id: P,
+    url: "https://github.com/acme/app/pull/1",
+    title: "Count words",
+    branch: "agents/builder/count-1a2b3c",
+    base: "main",
+    agent: "builder",
+    task_id: "t1",
+    state: "open",
+    head_sha: null,
+    checks: null,
+    sessions: 1,
+    cost_usd: 0.1,
+    opened_at: "2026-11-25T09:00:00.000Z",
+    updated_at: "2026-11-25T09:00:00.000Z",
+  };
+  const table = pullRequestsTable([
+    { ...base, number: 1, draft: true, review_state: "pending", review_rounds: 1 },
+    { ...base, number: 2, draft: false, review_state: "approved", review_rounds: 2 },
+    { ...base, number: 3, draft: false, review_state: null, review_rounds: 0 },
+  ]);
+  const states = [...table.querySelectorAll("tbody tr")].map((row) =>
+    row.querySelectorAll("td")[3]?.textContent?.trim()
+  );
+  assert.deepEqual(states, ["open", "open team approved", "open draft in team review"]);
+  assert.equal(
+    table.querySelector(".badge-review_approved")?.getAttribute("title"),
+    "Team review rounds: 2",
   );
 });

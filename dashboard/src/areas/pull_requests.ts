@@ -1,11 +1,12 @@
 /**
  * Pull requests (contract §16): the pull requests the platform opened on GitHub for the agents'
  * branches (`pull_requests`, the project's members), newest first: the number linked to GitHub,
- * the title, the agent, the state and the checks as badges, the sessions and what they cost.
+ * the title, the agent, the state (with the team's review, contract §21) and the checks as badges,
+ * the sessions and what they cost.
  */
 import type { MountArea } from "../area.ts";
 import { type PullRequest, pullRequests } from "../data.ts";
-import { badge, count, h, show, when } from "../ui.ts";
+import { badge, type Child, count, h, show, when } from "../ui.ts";
 
 const HEADERS = [
   "Number",
@@ -41,6 +42,24 @@ function checks(value: string | null): HTMLElement {
   return value ? badge(value) : h("span", { "aria-label": "no checks" }, "—");
 }
 
+/** The team's review (contract §21) beside the state, when the team reviewed it. */
+function teamReview(state: string | null, rounds: number | null): Child[] {
+  if (!state) return [];
+  const words: Record<string, string> = {
+    pending: "in team review",
+    changes_requested: "team asked changes",
+    approved: "team approved",
+    skipped: "team review skipped",
+  };
+  return [
+    " ",
+    h("span", {
+      class: `badge badge-review_${state}`,
+      title: `Team review rounds: ${rounds ?? 0}`,
+    }, words[state] ?? state),
+  ];
+}
+
 /** The project's pull requests from their rows, newest opened first. */
 export function pullRequestsTable(rows: PullRequest[]): HTMLElement {
   if (rows.length === 0) return h("p", { class: "empty" }, NO_PULL_REQUEST);
@@ -68,6 +87,7 @@ export function pullRequestsTable(rows: PullRequest[]): HTMLElement {
             badge(row.state),
             row.draft && row.state === "open" ? " " : null,
             row.draft && row.state === "open" ? badge("draft") : null,
+            ...teamReview(row.review_state, row.review_rounds),
           ),
           h("td", {}, checks(row.checks)),
           h("td", {}, count(row.sessions)),
