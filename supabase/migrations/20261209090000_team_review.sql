@@ -245,7 +245,8 @@ grant execute on function private.request_team_review(bigint, text) to service_r
  * repository's and the pull request's text, which are not ours); `approve`, or the last round's
  * answer, the pull request handed to people. An answer for another head, or after a person's
  * review won, is still posted (never dropped) but changes nothing. Answers `{recorded, outcome,
- * review_state}`; report_rejected when the project has no such pull request.
+ * review_state}`; report_rejected when the project has no such pull request, or no review task
+ * was queued for that head (the VM answers review_pull_request commands, nothing else).
  */
 create or replace function private.record_team_review(p_project_id uuid, p_body jsonb)
 returns jsonb
@@ -271,6 +272,14 @@ begin
   if not found then
     perform private.raise_error('report_rejected', format(
       'number: this project has no pull request #%s the platform opened', p_body ->> 'number'));
+  end if;
+  -- Only an answer to a review task the platform queued (for this pull request and head).
+  if not exists (select 1 from public.vm_commands c
+                 where c.project_id = p_project_id and c.type = 'review_pull_request'
+                   and (c.payload ->> 'number')::integer = v_pull.number
+                   and c.payload ->> 'head_sha' = v_head) then
+    perform private.raise_error('report_rejected', format(
+      'head_sha: no review of pull request #%s at %s was asked for', v_pull.number, v_head));
   end if;
   select review_rounds into v_rounds from public.projects where id = p_project_id;
   v_current := v_pull.review_state = 'pending' and v_pull.review_head_sha = v_head

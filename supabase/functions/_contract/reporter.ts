@@ -483,7 +483,8 @@ export const pullRequestReviews = route({
     "pull_request_feedback (kind review) for the author on the same branch, approve (or the " +
     "last round) marks the pull request ready and asks the project's reviewers. An answer the " +
     "VM could not read is sent as `unreadable` and posted as a plain comment. A number the " +
-    "platform opened no pull request for is a 400 report_rejected.",
+    "platform opened no pull request for, or a head no review_pull_request command named, is a " +
+    "400 report_rejected.",
   request: z.union([
     z.object({
       ...reviewOf,

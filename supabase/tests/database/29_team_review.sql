@@ -8,7 +8,7 @@
 -- The GitHub side is tested against the stand-in (tests/integration/github_team_review_test.ts).
 begin;
 \ir fixtures.psql
-select plan(36);
+select plan(37);
 
 select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
   'P1', 'active', '11111111-1111-4111-8111-111111111111');
@@ -140,6 +140,9 @@ select is((select review_state from private.pull_requests where number = 10), 's
   'and the pull request is not held');
 select throws_ok($$select pg_temp.review(99, '{"head_sha": "x", "unreadable": ""}')$$,
   'VA400', null, 'a number the platform did not open is refused');
+select throws_ok($$select pg_temp.review(10, jsonb_build_object('head_sha', repeat('9', 40), 'unreadable', ''))$$,
+  'VA400', 'head_sha: no review of pull request #10 at ' || repeat('9', 40) || ' was asked for',
+  'an answer for a head no review task was queued for is refused');
 
 -- Unanswered: skipped with a note.
 select pg_temp.open_pull('agents/builder/e-000005', 11, repeat('5', 40));

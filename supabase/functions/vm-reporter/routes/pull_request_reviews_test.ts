@@ -4,8 +4,8 @@
  * second review on GitHub); posted right after the answer through the paced client; GitHub
  * refusing a line comment (422) posts it again with every comment in the body, nothing lost;
  * GitHub failing leaves it for the next reconciler run; a body with neither a verdict nor
- * `unreadable`, a head that is no commit id, or a number the platform opened no pull request for
- * is a 400; no token 401.
+ * `unreadable`, a head that is no commit id, a number the platform opened no pull request for, or
+ * a head no review task was queued for is a 400; no token 401.
  */
 import assert from "node:assert/strict";
 import { DEMO_OWNER } from "../../../../local/github/server.ts";
@@ -17,7 +17,7 @@ import {
   startTask,
   withGitHubPlatform,
 } from "../../../../tests/helpers/github_platform.ts";
-import { ok, vmApi } from "../../../../tests/helpers/vm_api.ts";
+import { eventually, ok, vmApi } from "../../../../tests/helpers/vm_api.ts";
 import {
   assertError,
   assertUnauthorized,
@@ -48,6 +48,15 @@ Deno.test("/pull-requests/reviews records an answer once and posts it on GitHub"
       body: "Asked in the chat.",
       reviewer: "reviewer",
     });
+    const settled = async () => {
+      await gh.deliveriesSettled();
+      await eventually(async () => {
+        const [{ due }] = await sql<[{ due: number }]>`
+          select count(*)::int as due from private.github_actions
+          where done_at is null and not_before <= now()`;
+        return due === 0 ? true : undefined;
+      });
+    };
     const review = {
       number,
       head_sha: head,
@@ -65,6 +74,8 @@ Deno.test("/pull-requests/reviews records an answer once and posts it on GitHub"
       outcome: "changes_requested",
       review_state: "changes_requested",
     });
+    // Posted right after the answer (by this request, or by a webhook's run that took it first).
+    await settled();
     const [posted, ...more] = gh.reviews(DEMO_OWNER, REPO, number);
     assert.equal(more.length, 0);
     assert.deepEqual(posted?.comments, []);
@@ -77,6 +88,7 @@ Deno.test("/pull-requests/reviews records an answer once and posts it on GitHub"
       outcome: "duplicate",
       review_state: "changes_requested",
     });
+    await settled();
     assert.equal(gh.reviews(DEMO_OWNER, REPO, number).length, 1);
     const feedback = await sql`
       select 1 from public.vm_commands
@@ -104,10 +116,12 @@ Deno.test("/pull-requests/reviews records an answer once and posts it on GitHub"
       verdict: "approve",
       comments: [],
     });
+    await gh.deliveriesSettled();
     assert.equal(gh.reviews(DEMO_OWNER, REPO, number).length, 1, "not posted yet");
     outage.cancel();
     await sql`update private.github_actions set not_before = now() where done_at is null`;
     await performGitHubActions(stack.services);
+    await settled();
     assert.equal(gh.reviews(DEMO_OWNER, REPO, number).length, 2, "posted by the next run");
     assert.equal(gh.pulls(DEMO_OWNER, REPO)[0]?.draft, false, "and marked ready");
 
@@ -123,6 +137,11 @@ Deno.test("/pull-requests/reviews records an answer once and posts it on GitHub"
       await vm.post("/pull-requests/reviews", { ...review, number: number + 100 }),
       400,
       /no pull request #\d+ the platform opened/,
+    );
+    assertError(
+      await vm.post("/pull-requests/reviews", { ...review, head_sha: "f".repeat(40) }),
+      400,
+      /no review of pull request #\d+ at f{40} was asked for/,
     );
     assertUnauthorized(await vm.post("/pull-requests/reviews", review, { token: null }));
   }));
