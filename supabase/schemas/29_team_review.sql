@@ -192,10 +192,11 @@ end;
 $$;
 
 /**
- * The VM reported a push of pull request `p_pull_request_id` naming `p_reviewer`: its new head is
- * a `review_pull_request` command `{task_id, number, branch, base, head_sha, author_agent,
+ * The VM reported a push of pull request `p_pull_request_id` naming `p_reviewer` (or none): its
+ * new head is a `review_pull_request` command `{task_id, number, branch, base, head_sha, author_agent,
  * reviewer, round}` while the project's rounds are left (review_state pending); with them spent,
- * the pull request is handed to people. Answers queued, ready, duplicate (this head has its
+ * the pull request is handed to people, as it is when the team was reviewing it and now is not
+ * (reviewing turned off, no reviewer reported). Answers queued, ready, duplicate (this head has its
  * task), off (no reviewer, reviewing off, the author is the reviewer) or ended (not open, or
  * handed over already).
  */
@@ -219,6 +220,12 @@ begin
   end if;
   select review_rounds into v_rounds from public.projects where id = v_pull.project_id;
   if v_rounds = 0 or p_reviewer is null or p_reviewer = v_pull.agent or v_pull.head_sha is null then
+    -- Reviewing turned off, or the roster lost its reviewer, while the team was at it: people
+    -- take the pull request rather than it waiting as a draft.
+    if v_pull.review_state is not null then
+      perform private.hand_over_pull_request(v_pull);
+      return 'ready';
+    end if;
     return 'off';
   end if;
   if v_pull.review_head_sha is not distinct from v_pull.head_sha then

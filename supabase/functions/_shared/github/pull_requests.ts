@@ -165,7 +165,7 @@ export async function deliverPullRequest(
         ${row.id}, ${row.claim}, ${pull.number}, ${pull.html_url}, ${pull.state === "open"},
         ${!!pull.merged_at}, ${pull.draft ?? row.draft}, ${pull.head?.sha ?? null}
       ) as answer`;
-    if (report.reviewer) await requestTeamReview(sql, row.id, report.reviewer, log);
+    await requestTeamReview(sql, row.id, report.reviewer ?? null, log);
     if (report.answer) {
       // The session's answer, commented once per session (the follow-ups' paced worker posts it).
       await sql`

@@ -46,18 +46,21 @@ export const TEAM_REVIEW_TIMEOUT_MINUTES = 60;
 const FILE_PAGES = 30;
 
 /**
- * A pushed report named a reviewer: the pull request's new head becomes a review task, or, the
- * rounds spent, the pull request is handed to people (private.request_team_review).
+ * A pushed report, naming a reviewer or not: the pull request's new head becomes a review task,
+ * or, the rounds spent (or the team no longer reviewing), the pull request is handed to people
+ * (private.request_team_review).
  */
 export async function requestTeamReview(
   sql: Sql,
   pullRequestId: number,
-  reviewer: string,
+  reviewer: string | null,
   log: Logger,
 ): Promise<void> {
   const [{ outcome }] = await sql<[{ outcome: string }]>`
     select private.request_team_review(${pullRequestId}, ${reviewer}) as outcome`;
-  log.info("team review asked", { pull_request_id: pullRequestId, reviewer, outcome });
+  if (outcome !== "off") {
+    log.info("team review", { pull_request_id: pullRequestId, reviewer, outcome });
+  }
 }
 
 /** The lines of each file a review comment may be on: the head's side of the diff's hunks. */
