@@ -21,6 +21,11 @@
  * - the App's OAuth client (oauth.ts): the authorize page (one click as a chosen person), the
  *   code and refresh token exchanges, user tokens (user_tokens.ts), `GET /user` (users.ts),
  *   `permissions` on `GET /repos/{owner}/{repo}` and the collaborator permission endpoint;
+ * - for the team's review (contract §21, ready_for_review.ts): a pull request's files with their
+ *   patches, reviews by the App with line comments on the diff (reviews.ts), requested reviewers,
+ *   and GitHub's GraphQL endpoint at `<origin>/api/graphql` answering the one mutation the
+ *   platform uses, `markPullRequestReadyForReview` (checked in
+ *   tests/integration/github_standin_review_test.ts);
  * - webhooks for all of it, signed and delivered as GitHub does (events.ts, webhooks.ts);
  * - GitHub's primary and content-creation rate limits (rate_limit.ts) and scripted faults.
  *
@@ -36,7 +41,9 @@
  * start, tokens are forgotten); GitHub's concurrency and CPU-time secondary limits are not
  * modelled; the pages have no sign-in (a person is picked in each form, and the authorize page
  * lists everyone), and serve private repositories to anyone who can reach 127.0.0.1; a user
- * token is refused (403) on the operations the platform does only with an installation token.
+ * token is refused (403) on the operations the platform does only with an installation token;
+ * reviews are submitted at once (no pending reviews) and answered with their state in lower case,
+ * as webhooks carry it; GraphQL serves no other query or mutation.
  */
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
