@@ -4,22 +4,21 @@
  * (private.record_team_review, 29_team_review.sql): the GitHub actions (the review by the App,
  * or a plain comment for an answer the VM could not read; the pull request marked ready and its
  * reviewers asked) and, for request_changes, the author's follow-up. The GitHub side is done
- * right after, in `finish`, through the paced client (_shared/github/follow_ups.ts), and by every
- * reconciler run until it is: at least once, so the VM's answer never waits on GitHub.
+ * right after the answer, as background work started in `finish`, through the paced client
+ * (_shared/github/follow_ups.ts), and by every reconciler run until it is: at least once, and the
+ * VM's answer never waits on GitHub.
  */
 import { pullRequestReviews as contract } from "../../_contract/reporter.ts";
 import { performGitHubActions } from "../../_shared/github/follow_ups.ts";
-import { describeError } from "../../_shared/log.ts";
 import { defineRoute, type Finish } from "../route.ts";
 
-const post: Finish = async (data, { services, log }) => {
-  try {
-    await performGitHubActions({ ...services, log });
-  } catch (error) {
-    // Recorded: the reconciler's next run posts it.
-    log.warn("posting a team review failed: tried again later", describeError(error));
-  }
-  return data;
+const post: Finish = (data, { services, log }) => {
+  // After the answer (the VM never waits on GitHub); what this misses, the reconciler does.
+  services.background.run(
+    "posting a team review",
+    () => performGitHubActions({ ...services, log }),
+  );
+  return Promise.resolve(data);
 };
 
 export const pullRequestReviews = defineRoute(contract, {

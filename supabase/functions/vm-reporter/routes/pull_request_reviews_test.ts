@@ -116,7 +116,13 @@ Deno.test("/pull-requests/reviews records an answer once and posts it on GitHub"
       verdict: "approve",
       comments: [],
     });
-    await gh.deliveriesSettled();
+    // The attempt right after the answer failed: the review waits for a later run.
+    await eventually(async () => {
+      const [{ failed }] = await sql<[{ failed: number }]>`
+        select count(*)::int as failed from private.github_actions
+        where kind = 'review' and done_at is null and attempts > 0`;
+      return failed === 1 ? true : undefined;
+    });
     assert.equal(gh.reviews(DEMO_OWNER, REPO, number).length, 1, "not posted yet");
     outage.cancel();
     await sql`update private.github_actions set not_before = now() where done_at is null`;
