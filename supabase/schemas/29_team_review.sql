@@ -129,7 +129,8 @@ create table private.team_reviews (
   session_id text,
   -- approve, request_changes, or null for an answer the VM could not read.
   verdict text constraint team_reviews_verdict_check check (verdict in ('approve', 'request_changes')),
-  -- What was acted on: the verdict's, a person's review winning (skipped), or nothing (late).
+  -- What was acted on: the verdict (changes_requested, approved), an answer the VM could not
+  -- read (unreadable), or nothing (late: not the pending review's head, or a person's won).
   outcome text not null constraint team_reviews_outcome_check
     check (outcome in ('changes_requested', 'approved', 'unreadable', 'late')),
   created_at timestamptz not null default now(),
@@ -193,8 +194,8 @@ $$;
 
 /**
  * The VM reported a push of pull request `p_pull_request_id` naming `p_reviewer` (or none): its
- * new head is a `review_pull_request` command `{task_id, number, branch, base, head_sha, author_agent,
- * reviewer, round}` while the project's rounds are left (review_state pending); with them spent,
+ * new head is a `review_pull_request` command `{task_id, number, branch, base, head_sha,
+ * author_agent, reviewer, round}` while the project's rounds are left (review_state pending); with them spent,
  * the pull request is handed to people, as it is when the team was reviewing it and now is not
  * (reviewing turned off, no reviewer reported). Answers queued, ready, duplicate (this head has its
  * task), off (no reviewer, reviewing off, the author is the reviewer) or ended (not open, or
