@@ -92,6 +92,7 @@ const PERSON_ACTS: Partial<Record<RepoOperation, keyof typeof ROLE_TO>> = {
   "issues/create-comment": "comment",
   "pulls/create-review": "review",
   "issues/add-labels": "label",
+  "pulls/create": "open",
   "pulls/merge": "merge",
 };
 

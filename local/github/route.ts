@@ -91,6 +91,7 @@ const OPERATIONS: readonly ApiOperation[] = [
     { auth: "token" },
   ),
   op("pulls/create", "POST", `${REPO}/pulls`, "pulls/pulls#create-a-pull-request", {
+    auth: "token",
     creates: true,
   }),
   op("pulls/list", "GET", `${REPO}/pulls`, "pulls/pulls#list-pull-requests"),

@@ -4,10 +4,11 @@
  * flow, and a forged or replayed state connects nothing; another organization's user naming a
  * repository they cannot push to is refused and no token is ever minted for it; the manifest's
  * token asks for contents and metadata only; a branch that is not the runner's for a task the
- * platform knows opens and touches no pull request.
+ * platform knows opens and touches no pull request; a person's own pull request on a branch the
+ * VM reports is never adopted: not its body, not a comment, not a reaction.
  */
 import assert from "node:assert/strict";
-import { DEMO_OUTSIDER, DEMO_OWNER } from "../../local/github/server.ts";
+import { DEMO_OUTSIDER, DEMO_OWNER, DEMO_WRITER } from "../../local/github/server.ts";
 import {
   connectGitHub,
   pushBranch,
@@ -177,4 +178,54 @@ Deno.test("only the runner's branch of a task the platform knows gets a pull req
       body: "Asked in the chat.",
     });
     assert.equal(gh.pulls(DEMO_OWNER, REPO)[0]?.number, opened.number);
+  }));
+
+Deno.test("a person's own pull request on a branch the VM reports is never touched", () =>
+  withGitHubPlatform(async (gh, stack) => {
+    gh.install(DEMO_OWNER, [REPO]);
+    await gh.deliveriesSettled();
+    const { projectId, token, userId } = await setupProject(stack.db.sql);
+    await connectGitHub(gh, stack, userId);
+    ok(
+      await vmApi(stack).act(userId, "update", projectId, {
+        repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
+      }),
+    );
+    const vm = reporter(stack, projectId, token);
+    const { taskId, branch } = await startTask(vm, "builder", "Rename the module");
+    await pushBranch(gh, branch);
+    // A person opens their own pull request on that head first, with their own token.
+    const person = gh.connectUser(DEMO_WRITER);
+    const mine = await fetch(`${gh.apiUrl}/repos/${DEMO_OWNER}/${REPO}/pulls`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${person.access_token}`,
+        accept: "application/vnd.github+json",
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ title: "Mine", head: branch, base: "main", body: "My own words." }),
+    });
+    assert.equal(mine.status, 201, await mine.clone().text());
+    const { number } = await mine.json();
+    await gh.deliveriesSettled();
+
+    const answer = await vm.post("/pull-requests", {
+      task_id: taskId,
+      agent: "builder",
+      branch,
+      title: "Rename the module",
+      body: "Asked in the chat.",
+      answer: { session_id: "s-1", text: "Renamed it." },
+    });
+    assert.equal(answer.status, 422, answer.text);
+    assert.equal(answer.body.code, "pull_request_branch_refused");
+    await stack.reconcile();
+    const [pull] = gh.pulls(DEMO_OWNER, REPO);
+    assert.equal(pull?.number, number);
+    assert.equal(pull?.body, "My own words.", "its body is the person's");
+    assert.deepEqual(gh.comments(DEMO_OWNER, REPO, number), [], "no comment from the platform");
+    assert.deepEqual(gh.reactions(DEMO_OWNER, REPO), [], "no reaction");
+    const [{ recorded }] = await stack.db.sql<[{ recorded: number }]>`
+      select count(*)::int as recorded from public.pull_requests where project_id = ${projectId}`;
+    assert.equal(recorded, 0, "the platform does not count it as its own");
   }));
