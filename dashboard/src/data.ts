@@ -242,13 +242,38 @@ export interface GitHubVerification {
 /** status's `project.github` when the repository is on GitHub, with its verification. */
 export type GitHubRepository = NonNullable<GitHubConnection> & GitHubVerification;
 
-/** The project's GitHub repository as vm-api `status` says it; null when not on GitHub. */
+/** What status last said of each project's repository, per client (that is, per page). */
+const knownGitHub = new WeakMap<DashboardClient, Map<string, GitHubRepository | null>>();
+
+function known(client: DashboardClient): Map<string, GitHubRepository | null> {
+  let projects = knownGitHub.get(client);
+  if (!projects) knownGitHub.set(client, projects = new Map());
+  return projects;
+}
+
+/** The project's GitHub repository as vm-api `status` says it now; null when not on GitHub. */
 export async function projectGitHub(
   client: DashboardClient,
   projectId: string,
 ): Promise<GitHubRepository | null> {
   const { project } = await projectStatus(client, { project_id: projectId });
-  return project.github as GitHubRepository | null;
+  const github = project.github as GitHubRepository | null;
+  known(client).set(projectId, github);
+  return github;
+}
+
+/**
+ * What status last said of the project's repository on this page, asked only the first time:
+ * vm-api is the person's to spend (a few requests a minute), and Settings asks again when it opens.
+ */
+export async function knownProjectGitHub(
+  client: DashboardClient,
+  projectId: string,
+): Promise<GitHubRepository | null> {
+  const projects = known(client);
+  return projects.has(projectId)
+    ? projects.get(projectId) ?? null
+    : await projectGitHub(client, projectId);
 }
 
 /** vm-api `github_authorize`: GitHub's authorize page, where the person connects their account. */

@@ -36,9 +36,10 @@ export const mountSettings: MountArea = (root, context) => {
   let admin = ADMIN_ROLES.includes(context.membership.role);
 
   const refresh = () => area.refresh();
-  // Saving a GitHub repository (the same one too) checks push access again: status tells.
+  /** The repository was just saved: the same one too is checked again (push access, §18). */
+  let saved = false;
   const repository = repositorySettings(context, () => {
-    void github.check();
+    saved = true;
     return refresh();
   });
   const secrets = secretSettings(context, refresh);
@@ -85,10 +86,13 @@ export const mountSettings: MountArea = (root, context) => {
         projectDeliverySettings(client, project.id),
       ]);
       github.draw(delivery);
-      // Another repository may be another connection (on GitHub or not): status says again.
+      // Another repository may be another connection (on GitHub or not), and a saved one may be
+      // verified now: status says again, once.
       const repositoryUrl = repositoryRow?.repository_url ?? null;
-      if (shownRepository !== undefined && repositoryUrl !== shownRepository) void github.check();
+      const changed = shownRepository !== undefined && repositoryUrl !== shownRepository;
+      if (changed || saved) void github.check();
       shownRepository = repositoryUrl;
+      saved = false;
       costControl.draw(costs);
       repository.draw(repositoryRow);
       secrets.draw(secretRows, admin);
