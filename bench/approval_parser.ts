@@ -15,7 +15,8 @@
  * Prints medians and p90s; nothing is asserted.
  */
 import { parse as shSyntaxParse } from "sh-syntax";
-import { BASH_GRAMMAR, writeBashGrammar } from "../agent/team/bash_grammar.ts";
+import { BASH_GRAMMAR } from "../agent/team/bash_grammar.ts";
+import { bundleApprovalHook } from "../agent/team/hook_bundle.ts";
 import { loadBashParser, type Node } from "../agent/team/shell_parser.ts";
 
 const SAMPLE = "G=git; $G pu''sh -f";
@@ -127,20 +128,7 @@ for (const [parser, runs] of Object.entries(parserRuns)) {
 // The hook as a session's Bash call runs it.
 const dir = await Deno.makeTempDir({ prefix: "approval-parser-" });
 try {
-  await writeBashGrammar(dir);
-  const hook = `${dir}/approval_hook.js`;
-  const bundled = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "bundle",
-      "--quiet",
-      "--config",
-      new URL("../deno.json", import.meta.url).pathname,
-      "-o",
-      hook,
-      new URL("../agent/team/approval_hook.ts", import.meta.url).pathname,
-    ],
-  }).output();
-  if (!bundled.success) throw new Error(new TextDecoder().decode(bundled.stderr));
+  const hook = await bundleApprovalHook(dir);
   await Deno.writeTextFile(`${dir}/bare.js`, "await new Response(Deno.stdin.readable).text();\n");
   await Deno.writeTextFile(`${dir}/rules.json`, JSON.stringify({ globs: [] }));
   const socket = `${dir}/agent.sock`;

@@ -35,13 +35,17 @@ cp -R "$SRC/agent" "$OPT/agent"
 cp -R "$SRC/supabase/functions/_contract" "$OPT/supabase/functions/_contract"
 cp "$SRC/scripts/agent.ts" "$OPT/scripts/agent.ts"
 find "$OPT" -name '*_test.ts' -delete
-# The image's import map: the repository's pins, only for what the agent imports.
+# The image's import map: the repository's pins, only for what the agent imports (the approval
+# hook's shell parser and its WASM among them, read as bytes: the repository's `unstable` too).
 deno eval --quiet '
   const [src, opt] = Deno.args;
   const all = JSON.parse(Deno.readTextFileSync(`${src}/import_map.json`)).imports;
+  const { unstable } = JSON.parse(Deno.readTextFileSync(`${src}/deno.json`));
   const imports = {};
-  for (const name of ["zod", "shell-quote", "picomatch"]) imports[name] = all[name];
-  Deno.writeTextFileSync(`${opt}/deno.json`, JSON.stringify({ imports }, null, 2) + "\n");
+  const names = ["zod", "shell-quote", "picomatch", "web-tree-sitter", "web-tree-sitter/",
+    "tree-sitter-bash/"];
+  for (const name of names) imports[name] = all[name];
+  Deno.writeTextFileSync(`${opt}/deno.json`, JSON.stringify({ unstable, imports }, null, 2) + "\n");
 ' "$SRC" "$OPT"
 cp "$SRC/deploy/vm-agent.service" "$ROOT/etc/systemd/system/vm-agent.service"
 

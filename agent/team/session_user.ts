@@ -8,12 +8,12 @@
  *
  * The CLI starts through `setpriv` (util-linux) with the user's ids and no supplementary groups.
  * The approval hook, which the CLI runs as that user too, is bundled into one file the user can
- * read (`deno bundle`), with the WASM of its shell parser beside it (bash_grammar.ts), so it needs
- * nothing of root's module cache; the CLI's binary is linked (or
- * copied) beside it when the user cannot reach where it was installed.
+ * read, with the WASM of its shell parser beside it (hook_bundle.ts), so it needs nothing of
+ * root's module cache; the CLI's binary is linked (or copied) beside it when the user cannot reach
+ * where it was installed.
  */
 import { resolve } from "node:path";
-import { writeBashGrammar } from "./bash_grammar.ts";
+import { bundleApprovalHook } from "./hook_bundle.ts";
 
 export interface SessionUser {
   name: string;
@@ -31,9 +31,6 @@ export interface SessionIsolation {
   /** The words before the CLI's: setpriv with the user's ids. */
   prefix: string[];
 }
-
-const HOOK = new URL("./approval_hook.ts", import.meta.url).pathname;
-const DENO_CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 
 /** The user, created when missing (root only). */
 export async function ensureSessionUser(name: string): Promise<SessionUser> {
@@ -79,21 +76,7 @@ export async function prepareIsolation(
   claude: string,
   shared: string,
 ): Promise<SessionIsolation> {
-  await Deno.mkdir(shared, { recursive: true, mode: 0o755 });
-  await Deno.chmod(shared, 0o755);
-  const hook = `${shared}/approval_hook.js`;
-  const bundled = await new Deno.Command(Deno.execPath(), {
-    args: ["bundle", "--quiet", "--config", DENO_CONFIG, "-o", hook, HOOK],
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  if (!bundled.success) {
-    throw new Error(
-      `The approval hook could not be bundled: ${new TextDecoder().decode(bundled.stderr)}`,
-    );
-  }
-  await Deno.chmod(hook, 0o644);
-  await writeBashGrammar(shared);
+  const hook = await bundleApprovalHook(shared);
   const prefix = ["setpriv", `--reuid=${user.uid}`, `--regid=${user.gid}`, "--clear-groups", "--"];
   let cli = resolve(claude);
   if (!(await reaches(prefix, cli))) {

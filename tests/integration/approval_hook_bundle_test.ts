@@ -3,7 +3,8 @@
  * runner into a directory that user can read, the shell parser's WASM beside it, in the hooks the
  * runner writes, run by the real Claude Code CLI against the model stand-in as the session's user.
  * An ordinary command runs (the parser loads there); issue 43's `G=git; $G pu''sh -f` is held as
- * unreadable, the model is told why, and nothing of the line runs. Root only (the session's user).
+ * unreadable, the model is told why, and nothing of the line runs; a hook whose grammar cannot be
+ * loaded blocks every command (it fails closed). Root only (the session's user).
  */
 import assert from "node:assert/strict";
 import { runSession, type SessionSpec } from "../../agent/team/claude_session.ts";
@@ -107,6 +108,26 @@ Deno.test({
           await assert.rejects(Deno.stat(`${repo}/ran.txt`), Deno.errors.NotFound);
         },
       );
+
+      await t.step("a hook whose grammar cannot be loaded blocks even `ls`", async () => {
+        // The bundle alone, without the WASM beside it.
+        const alone = `${root}/alone/approval_hook.js`;
+        await Deno.mkdir(`${root}/alone`, { mode: 0o755 });
+        await Deno.copyFile(isolation.hook, alone);
+        await Deno.chmod(alone, 0o644);
+        const brokenFile = `${root}/broken-hooks.json`;
+        const hooks = await Deno.readTextFile(settingsFile);
+        await Deno.writeTextFile(brokenFile, hooks.replaceAll(isolation.hook, alone), {
+          mode: 0o644,
+        });
+        const outcome = await runSession({
+          ...session("run `ls -a > blocked.txt`"),
+          settingsFile: brokenFile,
+        });
+        assert.equal(outcome.end, "completed", outcome.text);
+        assert.match(outcome.text, /Could not run ls -a > blocked\.txt.*approval check failed/s);
+        await assert.rejects(Deno.stat(`${repo}/blocked.txt`), Deno.errors.NotFound);
+      });
     } finally {
       await model.close();
       await Deno.remove(root, { recursive: true });

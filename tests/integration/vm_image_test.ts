@@ -63,6 +63,67 @@ Deno.test("the VM image: the agent and its team run from the built tree alone", 
     },
   );
 
+  await t.step(
+    "from the tree, offline, the approval hook bundles beside its grammar and reads commands",
+    async () => {
+      const shared = `${root}/shared`;
+      const bundle = await new Deno.Command("deno", {
+        args: [
+          "eval",
+          "--cached-only",
+          "--config",
+          `${opt}/deno.json`,
+          `const { bundleApprovalHook } = await import(${
+            JSON.stringify(`${opt}/agent/team/hook_bundle.ts`)
+          }); console.log(await bundleApprovalHook(${JSON.stringify(shared)}));`,
+        ],
+        env: { DENO_DIR: `${opt}/deno-dir` },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.ok(bundle.success, new TextDecoder().decode(bundle.stderr));
+      const hook = new TextDecoder().decode(bundle.stdout).trim();
+      await Deno.writeTextFile(`${root}/rules.json`, JSON.stringify({ globs: [] }));
+      const socket = `${root}/no-agent.sock`;
+      const decide = async (command: string) => {
+        const child = new Deno.Command("deno", {
+          args: [
+            "run",
+            "--quiet",
+            "--no-prompt",
+            "--allow-read",
+            `--allow-write=${root}/hook-state,${socket}`,
+            `--allow-net=vm-agent,unix:${socket}`,
+            "--no-config",
+            hook,
+            "pre",
+            ...["--socket", socket, "--rules", `${root}/rules.json`, "--agent", "builder"],
+            ...["--state", `${root}/hook-state`],
+          ],
+          stdin: "piped",
+          stdout: "piped",
+          stderr: "piped",
+        }).spawn();
+        const writer = child.stdin.getWriter();
+        await writer.write(new TextEncoder().encode(JSON.stringify({
+          session_id: "s",
+          tool_name: "Bash",
+          tool_use_id: "t",
+          tool_input: { command },
+        })));
+        await writer.close();
+        return new TextDecoder().decode((await child.output()).stdout);
+      };
+      assert.equal(await decide("git status && ls"), "");
+      // The agent's socket is not there: the approval cannot be asked for, so it is denied with
+      // the rule's reason.
+      assert.match(
+        await decide("G=git; $G pu''sh -f"),
+        /"permissionDecision":"deny".*unreadable, the approval rules cannot tell what it runs/,
+      );
+    },
+  );
+
   await t.step("started from the tree, offline, the agent reaches the stack", async () => {
     await using db = await createTestDatabase();
     await using server = await startServer(db.url);
