@@ -77,7 +77,7 @@ export class SessionInbox {
     };
     // Holding before the request is written: the turn may end before the write returns. A
     // message already written and not yet taken is the next message: no wait for another.
-    this.#holdMs = this.#taken < this.#written.length ? 0 : holdMs;
+    this.#holdMs = this.untaken().length ? 0 : holdMs;
     this.interrupted = true;
     try {
       await this.#writer!.write(new TextEncoder().encode(`${JSON.stringify(request)}\n`));
