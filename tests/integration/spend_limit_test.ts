@@ -5,6 +5,7 @@
  * the lead is free: its next message (one the model answers) gets a session of its own.
  */
 import assert from "node:assert/strict";
+import { startModelStandIn } from "../../local/model_standin/server.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { createOrganization, createUser } from "../helpers/fixtures.ts";
 import { FAST_TEAM, startServer } from "../helpers/server.ts";
@@ -12,7 +13,14 @@ import { eventually, vmApi } from "../helpers/vm_api.ts";
 
 Deno.test("a spend limit fails the task and frees the agent", async () => {
   await using db = await createTestDatabase();
-  await using server = await startServer(db.url, FAST_TEAM);
+  await using model = Object.assign(await startModelStandIn({ hostname: "127.0.0.1" }), {
+    [Symbol.asyncDispose]: () => model.close(),
+  });
+  await using server = await startServer(db.url, {
+    ...FAST_TEAM,
+    ANTHROPIC_BASE_URL: model.url,
+    ANTHROPIC_API_KEY: "stand-in-key",
+  });
   const api = vmApi(server);
   const user = await createUser(db.sql);
   const org = await createOrganization(db.sql, [user]);
@@ -58,6 +66,11 @@ Deno.test("a spend limit fails the task and frees the agent", async () => {
   const [failed] = await db.sql<{ exit_status: string }[]>`
     select exit_status from public.cli_sessions where project_id = ${projectId} and agent = 'lead'`;
   assert.ok(failed, "the session was reported");
+  assert.equal(
+    model.requestsHolding("echo limited").length,
+    1,
+    "no request after the first answer",
+  );
 
   // Free for the next message: it gets a session, which the model answers.
   await say("run `echo afterwards`");
