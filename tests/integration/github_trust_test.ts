@@ -16,6 +16,7 @@ import {
   startTask,
   withGitHubPlatform,
 } from "../helpers/github_platform.ts";
+import { connectThroughOAuth } from "../helpers/github_oauth.ts";
 import { ok, vmApi } from "../helpers/vm_api.ts";
 import { reporter, setupProject } from "../helpers/vm_reporter.ts";
 
@@ -23,29 +24,12 @@ Deno.test("Connect GitHub: the authorize page, the callback, and a state that wo
   withGitHubPlatform(async (gh, stack) => {
     const { userId } = await setupProject(stack.db.sql);
     const api = vmApi(stack);
-    const authorize = await api.call(userId, { action: "github_authorize" });
-    assert.equal(authorize.status, 200, authorize.text);
-    const page = new URL(String((authorize.body.data as { url: string }).url));
-    assert.equal(page.origin + page.pathname, `${gh.webUrl}/login/oauth/authorize`);
-    const state = page.searchParams.get("state")!;
-
-    // The person presses "Authorize as demo-owner" on the stand-in's page.
-    const chose = await fetch(page.origin + page.pathname, {
-      method: "POST",
-      body: new URLSearchParams({
-        client_id: page.searchParams.get("client_id")!,
-        redirect_uri: page.searchParams.get("redirect_uri")!,
-        state,
-        login: DEMO_OWNER,
-      }),
-      redirect: "manual",
-    });
-    assert.equal(chose.status, 302);
-    const callback = new URL(chose.headers.get("location")!);
-    assert.equal(callback.pathname, "/functions/v1/github-oauth");
-    const back = await stack.fetch(
-      new Request(`${stack.functionUrl("github-oauth")}${callback.search}`),
+    const { response: back, callback, state } = await connectThroughOAuth(
+      stack,
+      userId,
+      DEMO_OWNER,
     );
+    assert.equal(callback.pathname, "/functions/v1/github-oauth");
     assert.equal(back.status, 303, await back.clone().text());
     assert.match(back.headers.get("location") ?? "", /\?github=connected$/);
     const [account] = await stack.db.sql<{ login: string }[]>`
