@@ -6,12 +6,11 @@
 import {
   answered,
   type DashboardClient,
-  DashboardError,
   type GitHubConnection,
   projectStatus,
   type ReadModel,
 } from "../../supabase/client/dashboard.ts";
-import { FunctionsHttpError, type SupabaseClient } from "@supabase/supabase-js";
+import type { SupabaseClient } from "@supabase/supabase-js";
 import type { Tables } from "../../supabase/types/database.ts";
 
 export * from "../../supabase/client/dashboard.ts";
@@ -205,42 +204,26 @@ export async function projectDeliverySettings(
 }
 
 // --- The person's GitHub account and the repository's verification (contract §18) ---------------
-//
-// Until §18's contract and migration land in supabase/ (vm-api's `github_authorize` and
-// `github_disconnect`, status's verification fields, `public.github_accounts` in the generated
-// Database type), these are typed here from the contract's text.
 
 /** The signed-in person's GitHub account, as `github_accounts` shows it (their own row only). */
-export interface GitHubAccount {
-  login: string;
-  github_user_id: number;
-  connected_at: string;
-}
+export type GitHubAccount = Pick<
+  Tables<"github_accounts">,
+  "login" | "github_user_id" | "connected_at"
+>;
 
 /** The person's GitHub account, or null when none is connected. */
 export async function githubAccount(
   client: DashboardClient,
   userId: string,
 ): Promise<GitHubAccount | null> {
-  // Not in the generated Database type yet: the untyped builder (as newest() does), typed rows.
   return answered(
-    await (client as SupabaseClient).from("github_accounts")
+    await client.from("github_accounts")
       .select("login, github_user_id, connected_at").eq("user_id", userId).maybeSingle(),
-  ) as GitHubAccount | null;
-}
-
-/** Who proved push access to status's `project.github`, and when; or why no one has. */
-export interface GitHubVerification {
-  verified: boolean;
-  /** The GitHub login whose token showed push access. */
-  verified_by: string | null;
-  verified_at: string | null;
-  /** A sentence: why the project is not verified, and who may verify it. */
-  unverified_reason: string | null;
+  );
 }
 
 /** status's `project.github` when the repository is on GitHub, with its verification. */
-export type GitHubRepository = NonNullable<GitHubConnection> & GitHubVerification;
+export type GitHubRepository = NonNullable<GitHubConnection>;
 
 /** What status last said of each project's repository, per client (that is, per page). */
 const knownGitHub = new WeakMap<DashboardClient, Map<string, GitHubRepository | null>>();
@@ -257,7 +240,7 @@ export async function projectGitHub(
   projectId: string,
 ): Promise<GitHubRepository | null> {
   const { project } = await projectStatus(client, { project_id: projectId });
-  const github = project.github as GitHubRepository | null;
+  const github = project.github;
   known(client).set(projectId, github);
   return github;
 }
@@ -274,35 +257,4 @@ export async function knownProjectGitHub(
   return projects.has(projectId)
     ? projects.get(projectId) ?? null
     : await projectGitHub(client, projectId);
-}
-
-/** vm-api `github_authorize`: GitHub's authorize page, where the person connects their account. */
-export const githubAuthorize = (client: DashboardClient) =>
-  userAction<{ url: string }>(client, "github_authorize");
-
-/** vm-api `github_disconnect`: the platform forgets the person's GitHub account. */
-export const githubDisconnect = (client: DashboardClient) =>
-  userAction<{ disconnected: true }>(client, "github_disconnect");
-
-/**
- * A vm-api action of the person (no project) that the contract does not type yet; refusals as the
- * typed client throws them.
- */
-async function userAction<T>(client: DashboardClient, action: string): Promise<T> {
-  const { data, error } = await client.functions.invoke<{ data: T }>("vm-api", {
-    body: { action },
-  });
-  if (error instanceof FunctionsHttpError) {
-    const response = error.context as Response;
-    const answer = await response.json().catch(() => ({})) as { error?: string; code?: string };
-    const retryAfter = Number(response.headers.get("retry-after")) || null;
-    throw new DashboardError(
-      response.status,
-      answer.error ?? error.message,
-      answer.code ?? null,
-      retryAfter,
-    );
-  }
-  if (error || !data) throw new DashboardError(0, error?.message ?? "vm-api gave no answer");
-  return data.data;
 }

@@ -104,6 +104,10 @@ export const setProjectSecret = (client: DashboardClient, input: Input<"set_secr
   vmApi(client, "set_secret", input);
 export const deleteProjectSecret = (client: DashboardClient, input: Input<"delete_secret">) =>
   vmApi(client, "delete_secret", input);
+/** GitHub's authorize page, where the person connects their GitHub account (contract §18). */
+export const githubAuthorize = (client: DashboardClient) => vmApi(client, "github_authorize", {});
+/** The platform forgets the person's GitHub account. */
+export const githubDisconnect = (client: DashboardClient) => vmApi(client, "github_disconnect", {});
 
 // --- webhooks (organization owners and admins) --------------------------------------------------
 
