@@ -213,3 +213,44 @@ Deno.test("a person's own pull request on a branch the VM reports is never touch
       select count(*)::int as recorded from public.pull_requests where project_id = ${projectId}`;
     assert.equal(recorded, 0, "the platform does not count it as its own");
   }));
+
+Deno.test("a code GitHub refuses says so; an expired token is refreshed; a revoked one asks again", () =>
+  withGitHubPlatform(async (gh, stack) => {
+    gh.install(DEMO_OWNER, [REPO]);
+    await gh.deliveriesSettled();
+    const api = vmApi(stack);
+    const { projectId, userId } = await setupProject(stack.db.sql);
+
+    // A state made for this user, with a code GitHub never issued: 400, nothing connected.
+    const authorize = await api.call(userId, { action: "github_authorize" });
+    const state = new URL(String((authorize.body.data as { url: string }).url))
+      .searchParams.get("state")!;
+    const refused = await stack.fetch(
+      new Request(`${stack.functionUrl("github-oauth")}?code=not-a-code&state=${state}`),
+    );
+    assert.equal(refused.status, 400);
+    assert.equal((await refused.json()).code, "github_code_invalid");
+    const [{ count }] = await stack.db.sql<[{ count: number }]>`
+      select count(*)::int as count from public.github_accounts`;
+    assert.equal(count, 0);
+
+    // Connected; the access token expires: the platform refreshes it with the refresh token.
+    await connectGitHub(gh, stack, userId);
+    const sealed = async () =>
+      (await stack.db.sql<{ access: string }[]>`
+        select encode(access_sealed, 'hex') as access from private.github_account_tokens
+        where user_id = ${userId}`)[0]?.access;
+    const before = await sealed();
+    gh.expireUserTokens(DEMO_OWNER);
+    const url = `${gh.webUrl}/${DEMO_OWNER}/${REPO}`;
+    ok(await api.act(userId, "update", projectId, { repository_url: url }));
+    assert.notEqual(await sealed(), before, "a new token pair was kept");
+    assert.equal((await api.status(userId, projectId)).project.github?.verified, true);
+
+    // The person revoked the App on GitHub: saving asks them to connect again.
+    gh.revokeUserTokens(DEMO_OWNER);
+    const revoked = await api.act(userId, "update", projectId, { repository_url: url });
+    assert.equal(revoked.status, 409);
+    assert.equal(revoked.body.code, "github_account_required");
+    assert.match(String(revoked.body.error), /connect GitHub again/);
+  }));
