@@ -91,7 +91,7 @@ export const DEFAULT_PERMISSIONS: Permissions = {
   contents: "write",
   pull_requests: "write",
   issues: "write",
-  checks: "read",
+  checks: "write",
   metadata: "read",
 };
 
@@ -489,7 +489,7 @@ export async function startGitHubStandIn(
     merge: (ownerLogin, name, number, init) =>
       mergePull(ctx, repoOf(ownerLogin, name), number, state.account(init.user)),
     addCheckRun: (ownerLogin, name, sha, init) =>
-      addCheckRun(ctx, repoOf(ownerLogin, name), sha, init),
+      addCheckRun(ctx, repoOf(ownerLogin, name), sha, init).then((run) => run.id),
     pulls: (ownerLogin, name) =>
       [...repoOf(ownerLogin, name).issues.values()].filter((i) => i.pull).map((i) => ({
         number: i.number,
