@@ -166,6 +166,16 @@ export interface RepositoryInfo {
   dir: string;
 }
 
+/** A check run as the stand-in holds it now. */
+export interface CheckRunSnapshot {
+  name: string;
+  /** The slug of the App that made it. */
+  app: string;
+  status: string;
+  conclusion: string | null;
+  output: { title: string | null; summary: string | null; text: string | null };
+}
+
 /** A pull request as the stand-in holds it now. */
 export interface PullSnapshot {
   number: number;
@@ -246,6 +256,8 @@ export interface GitHubStandIn extends AsyncDisposable {
     init: { user: string },
   ): Promise<{ sha: string }>;
   addCheckRun(owner: string, repo: string, sha: string, init: NewCheckRun): Promise<number>;
+  /** The check runs of a commit, oldest first, with the App that made each. */
+  checkRuns(owner: string, repo: string, sha: string): CheckRunSnapshot[];
   pulls(owner: string, repo: string): PullSnapshot[];
   /** The comments on an issue or pull request, oldest first. */
   comments(
@@ -490,6 +502,17 @@ export async function startGitHubStandIn(
       mergePull(ctx, repoOf(ownerLogin, name), number, state.account(init.user)),
     addCheckRun: (ownerLogin, name, sha, init) =>
       addCheckRun(ctx, repoOf(ownerLogin, name), sha, init).then((run) => run.id),
+    checkRuns: (ownerLogin, name, sha) => {
+      const repo = repoOf(ownerLogin, name);
+      return state.checkRuns.filter((r) => r.suite.repo === repo && r.suite.headSha === sha)
+        .map((r) => ({
+          name: r.name,
+          app: r.suite.app.slug,
+          status: r.status,
+          conclusion: r.conclusion,
+          output: r.output,
+        }));
+    },
     pulls: (ownerLogin, name) =>
       [...repoOf(ownerLogin, name).issues.values()].filter((i) => i.pull).map((i) => ({
         number: i.number,
