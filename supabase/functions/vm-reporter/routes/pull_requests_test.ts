@@ -7,7 +7,7 @@
  * 409; GitHub's limits and outages 503 with Retry-After (the spool sends it again); 401.
  */
 import assert from "node:assert/strict";
-import { DEMO_OWNER, githubFaults } from "../../../../local/github/server.ts";
+import { DEMO_OWNER, githubFaults, type GitHubStandIn } from "../../../../local/github/server.ts";
 import { FOOTER_MARKER } from "../../_shared/github/pull_requests.ts";
 import {
   connectGitHub,
@@ -228,10 +228,7 @@ Deno.test("/pull-requests with the agents' check: agents / check on the head, th
     await t_step("a failing check: agents / check failure on the head, with the log; the footer");
     const tail = "FAIL login_test.ts\n1 test failed";
     const opened = await vm.ok("/pull-requests", checked("failure", failing, tail));
-    const runs = await eventually(async () => {
-      const found = gh.checkRuns(DEMO_OWNER, REPO, failing);
-      return found.length > 0 ? found : undefined;
-    });
+    const runs = await eventually(() => checkRunsOf(gh, failing));
     assert.deepEqual(runs.map((r) => [r.name, r.app, r.status, r.conclusion]), [
       ["agents / check", gh.app.slug, "completed", "failure"],
     ]);
@@ -259,10 +256,7 @@ Deno.test("/pull-requests with the agents' check: agents / check on the head, th
     await t_step("the next head passes: success there, and the footer says so");
     const passing = await pushBranch(gh, BRANCH);
     await vm.ok("/pull-requests", checked("success", passing, "ok"));
-    const [run] = await eventually(async () => {
-      const found = gh.checkRuns(DEMO_OWNER, REPO, passing);
-      return found.length > 0 ? found : undefined;
-    });
+    const [run] = await eventually(() => checkRunsOf(gh, passing));
     assert.equal(run!.conclusion, "success");
     body = gh.pulls(DEMO_OWNER, REPO)[0]!.body ?? "";
     assert.match(body, /✅ The agents' check \(`agents \/ check`\) passed on the head commit/);
@@ -272,6 +266,12 @@ Deno.test("/pull-requests with the agents' check: agents / check on the head, th
     body = gh.pulls(DEMO_OWNER, REPO)[0]!.body ?? "";
     assert.match(body, /✅ The agents' check/);
   }));
+
+/** The head's check runs once there are some (the check run is made after the answer). */
+function checkRunsOf(gh: GitHubStandIn, sha: string) {
+  const found = gh.checkRuns(DEMO_OWNER, REPO, sha);
+  return Promise.resolve(found.length > 0 ? found : undefined);
+}
 
 /** A label in the test's output (the steps share one stand-in). */
 function t_step(name: string): Promise<void> {
