@@ -5,7 +5,7 @@
 -- platform's own `agents / check` never a follow-up.
 begin;
 \ir fixtures.psql
-select plan(23);
+select plan(24);
 
 select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
   'P1', 'active', '11111111-1111-4111-8111-111111111111');
@@ -94,6 +94,17 @@ select is((select count(*)::int from public.project_environment), 2,
   'an event without an agent is no agent''s environment');
 insert into public.audit_events (project_id, agent, action, details) values
   ('dddddddd-dddd-4ddd-8ddd-dddddddddddd', 'builder', 'setup_failed', '{"log_tail": "E: no"}');
+
+-- Live (contract §14): the read model's change is a telemetry message of its own.
+delete from realtime.messages;
+insert into public.audit_events (project_id, agent, action, details, occurred_at) values
+  ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'builder', 'check_passed', '{"log_tail": "ok"}',
+   '2026-12-01 13:00:00+00');
+select results_eq(
+  $$select topic, payload ->> 'table' from realtime.messages
+    where payload ->> 'table' = 'project_environment'$$,
+  $$values ('project:cccccccc-cccc-4ccc-8ccc-cccccccccccc'::text, 'project_environment'::text)$$,
+  'a check reported: one project_environment telemetry message on the project''s channel');
 
 -- Who sees it.
 select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
