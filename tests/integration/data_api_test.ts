@@ -218,7 +218,7 @@ Deno.test("supabase-js calls the dashboard RPCs through /rest/v1", async (t) => 
         { p_project_id: a.projectId, p_type: "deliver_message" },
         400,
         "22023",
-        "Command type must be start_agents, stop_agents, restart_agents or interrupt_agent",
+        "Command type must be start_agents, stop_agents, restart_agents, interrupt_agent or retry_setup",
       ],
       [
         "queue_vm_command",
