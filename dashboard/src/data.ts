@@ -203,6 +203,20 @@ export async function projectDeliverySettings(
   );
 }
 
+/** What Settings' environment section reads of the project's row (contract §20). */
+export type EnvironmentSettings = Pick<Project, "system_packages" | "check_command">;
+
+/** The project's environment settings as its row has them now (Settings). */
+export async function projectEnvironmentSettings(
+  client: DashboardClient,
+  projectId: string,
+): Promise<EnvironmentSettings | null> {
+  return answered(
+    await client.from("projects").select("system_packages, check_command").eq("id", projectId)
+      .maybeSingle(),
+  );
+}
+
 // --- The person's GitHub account and the repository's verification (contract §18) ---------------
 
 /** The signed-in person's GitHub account, as `github_accounts` shows it (their own row only). */

@@ -25,6 +25,7 @@ export type OperationId =
   | "reactions/create-for-issue"
   | "reactions/create-for-issue-comment"
   | "checks/list-for-ref"
+  | "checks/create"
   | "git/delete-ref";
 
 export interface ApiOperation {
@@ -162,6 +163,13 @@ const OPERATIONS: readonly ApiOperation[] = [
     "GET",
     `${REPO}/commits/(?<ref>.+)/check-runs`,
     "checks/runs#list-check-runs-for-a-git-reference",
+  ),
+  op(
+    "checks/create",
+    "POST",
+    `${REPO}/check-runs`,
+    "checks/runs#create-a-check-run",
+    { creates: true },
   ),
   op(
     "git/delete-ref",

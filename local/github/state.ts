@@ -6,6 +6,7 @@
  * that change things (pulls.ts, issues.ts, pushes.ts, …) read and write these records and say
  * what happened through webhooks.ts.
  */
+import type { AppInfo } from "./shapes.ts";
 
 export type Permission = "read" | "write";
 /** A person's role on a repository, GitHub's five base roles, strongest first. */
@@ -130,6 +131,8 @@ export interface CheckSuite {
   repo: Repo;
   headSha: string;
   headBranch: string | null;
+  /** The App whose suite it is (GitHub keeps one per App and commit). */
+  app: AppInfo;
 }
 
 /** Conclusions that fail a commit's checks (what makes `mergeable_state` `unstable`). */

@@ -264,8 +264,8 @@ export function answered<T>(answer: PostgrestSingleResponse<T>): T {
 }
 
 /**
- * Queues start_agents, stop_agents or restart_agents (`{agents?: string[]}`), or interrupt_agent
- * (`{agent}`).
+ * Queues start_agents, stop_agents, restart_agents or retry_setup (`{agents?: string[]}`), or
+ * interrupt_agent (`{agent}`).
  */
 export async function queueVmCommand(
   client: DashboardClient,
@@ -341,6 +341,7 @@ export const READ_MODELS = [
   "cost_by_model",
   "project_secrets",
   "pull_requests",
+  "project_environment",
 ] as const;
 
 export type ReadModel = (typeof READ_MODELS)[number];

@@ -769,6 +769,8 @@ begin
       'agents_label', p.agents_label,
       'branch_prefix', p.branch_prefix,
       'ci_fix_rounds', p.ci_fix_rounds,
+      'system_packages', to_jsonb(p.system_packages),
+      'check_command', p.check_command,
       'month_to_date_cost_usd', m.total_usd,
       'month_to_date', jsonb_build_object(
         'month', to_char(m.month, 'YYYY-MM'),

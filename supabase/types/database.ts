@@ -460,6 +460,7 @@ export type Database = {
           agents_label: string;
           branch_prefix: string;
           budget_alert_percent: number;
+          check_command: string | null;
           ci_fix_rounds: number;
           created_at: string;
           delivery: string;
@@ -485,6 +486,7 @@ export type Database = {
           status: string;
           status_changed_at: string;
           stuck_recorded_at: string | null;
+          system_packages: string[];
           updated_at: string;
           vm_size: string;
         };
@@ -492,6 +494,7 @@ export type Database = {
           agents_label?: string;
           branch_prefix?: string;
           budget_alert_percent?: number;
+          check_command?: string | null;
           ci_fix_rounds?: number;
           created_at?: string;
           delivery?: string;
@@ -517,6 +520,7 @@ export type Database = {
           status?: string;
           status_changed_at?: string;
           stuck_recorded_at?: string | null;
+          system_packages?: string[];
           updated_at?: string;
           vm_size?: string;
         };
@@ -524,6 +528,7 @@ export type Database = {
           agents_label?: string;
           branch_prefix?: string;
           budget_alert_percent?: number;
+          check_command?: string | null;
           ci_fix_rounds?: number;
           created_at?: string;
           delivery?: string;
@@ -549,6 +554,7 @@ export type Database = {
           status?: string;
           status_changed_at?: string;
           stuck_recorded_at?: string | null;
+          system_packages?: string[];
           updated_at?: string;
           vm_size?: string;
         };
@@ -931,6 +937,24 @@ export type Database = {
           project_id: string | null;
           severity: string | null;
           source: string | null;
+        };
+        Relationships: [];
+      };
+      project_environment: {
+        Row: {
+          agent: string | null;
+          last_check_at: string | null;
+          last_check_log_tail: string | null;
+          last_check_pushed: boolean | null;
+          last_check_seconds: number | null;
+          last_check_status: string | null;
+          project_id: string | null;
+          setup_finished_at: string | null;
+          setup_hash: string | null;
+          setup_log_tail: string | null;
+          setup_seconds: number | null;
+          setup_status: string | null;
+          updated_at: string | null;
         };
         Relationships: [];
       };

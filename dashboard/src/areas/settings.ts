@@ -4,7 +4,8 @@
  * and admins change (vm-api `update`, `set_secret`, `delete_secret`) and members read (the project
  * row, the `project_secrets` read model: names and times, never a value); GitHub (contract §16: the
  * App's connection, the delivery by pull request or push and its settings; §18: the person's GitHub
- * account and who proved push access to the repository); and deleting the project
+ * account and who proved push access to the repository); the environment (contract §20: system
+ * packages and the check command); and deleting the project
  * (forced while its VM runs) after typing its name. Each section is a module of settings/; this
  * one lays them out, reads their rows and decides who gets the controls.
  */
@@ -12,6 +13,7 @@ import type { MountArea } from "../area.ts";
 import {
   projectCostControl,
   projectDeliverySettings,
+  projectEnvironmentSettings,
   projectRepository,
   projectRole,
   projectSecrets,
@@ -19,11 +21,13 @@ import {
 import { h, show } from "../ui.ts";
 import { costControlSettings } from "./settings/cost_control.ts";
 import { dangerZone } from "./settings/danger_zone.ts";
+import { environmentSettings } from "./settings/environment.ts";
 import { githubSettings } from "./settings/github.ts";
 import { repositorySettings } from "./settings/repository.ts";
 import { secretSettings } from "./settings/secrets.ts";
 
 export { costControlView } from "./settings/cost_control.ts";
+export { environmentSettings, packageNames } from "./settings/environment.ts";
 export { connectionView, deliveryView, githubSettings } from "./settings/github.ts";
 
 const ADMIN_ROLES = ["owner", "admin"];
@@ -45,12 +49,14 @@ export const mountSettings: MountArea = (root, context) => {
   const secrets = secretSettings(context, refresh);
   const costControl = costControlSettings(context, refresh);
   const github = githubSettings(context, refresh);
+  const environment = environmentSettings(context, refresh);
 
   function renderControls(): void {
     repository.render(admin);
     secrets.render(admin);
     costControl.render(admin);
     github.render(admin);
+    environment.render(admin);
   }
 
   show(
@@ -70,6 +76,7 @@ export const mountSettings: MountArea = (root, context) => {
     secrets.section,
     costControl.section,
     github.section,
+    environment.section,
     dangerZone(context),
   );
   renderControls();
@@ -79,11 +86,12 @@ export const mountSettings: MountArea = (root, context) => {
   let shownRepository: string | null | undefined;
   const area = {
     async refresh() {
-      const [repositoryRow, secretRows, costs, delivery] = await Promise.all([
+      const [repositoryRow, secretRows, costs, delivery, environmentRow] = await Promise.all([
         projectRepository(client, project.id),
         projectSecrets(client, project.id),
         projectCostControl(client, project.id),
         projectDeliverySettings(client, project.id),
+        projectEnvironmentSettings(client, project.id),
       ]);
       github.draw(delivery);
       // Another repository may be another connection (on GitHub or not), and a saved one may be
@@ -96,6 +104,7 @@ export const mountSettings: MountArea = (root, context) => {
       costControl.draw(costs);
       repository.draw(repositoryRow);
       secrets.draw(secretRows, admin);
+      environment.draw(environmentRow);
     },
   };
 

@@ -135,6 +135,29 @@ const ciFixRounds = z.int({ error: "must be a whole number between 0 and 20" })
   .min(0, { error: "must be between 0 and 20" })
   .max(20, { error: "must be between 0 and 20" });
 
+/** A Debian package name (contract §20), as the runner hands it to apt. */
+export const DEBIAN_PACKAGE_NAME = /^[a-z0-9][a-z0-9+.-]{0,63}$/;
+export const SYSTEM_PACKAGES_MAX = 50;
+export const CHECK_COMMAND_MAX = 2000;
+
+const systemPackages = z.array(z.string({ error: "must be an array of package names" }), {
+  error: "must be an array of Debian package names",
+}).max(SYSTEM_PACKAGES_MAX, { error: `must name at most ${SYSTEM_PACKAGES_MAX} packages` })
+  .superRefine((names, ctx) => {
+    for (const name of names) {
+      if (DEBIAN_PACKAGE_NAME.test(name)) continue;
+      ctx.addIssue({
+        code: "custom",
+        message: `${JSON.stringify(name.slice(0, 80))} is not a Debian package name (1 to 64 ` +
+          "lower case letters, digits, +, - and ., starting with a letter or digit)",
+      });
+    }
+  });
+
+const checkCommand = z.string({ error: "must be a string, or null for none" }).trim()
+  .min(1, { error: "must not be empty: null clears it" })
+  .max(CHECK_COMMAND_MAX, { error: `must be at most ${CHECK_COMMAND_MAX} characters` });
+
 /** The Project resource, as status and update answer it. */
 const project = z.object({
   id: z.uuid(),
@@ -168,6 +191,13 @@ const project = z.object({
   agents_label: z.string().describe("An issue with this label is a task for the agents"),
   branch_prefix: z.string().describe("Each task's branch is <branch_prefix><agent>/<slug>-<hex>"),
   ci_fix_rounds: z.int().describe("Follow-ups for failed checks per pull request at most"),
+  system_packages: z.array(z.string()).describe(
+    "Debian packages the runner installs once per VM, as root, before setup (contract §20)",
+  ),
+  check_command: z.string().nullable().describe(
+    "How the project proves a change, run after every session that leaves commits; null: " +
+      "the repository's .agents/check.sh, if any (contract §20)",
+  ),
   month_to_date_cost_usd: z.number().describe("This UTC month's model and compute cost"),
   month_to_date: z.object({
     month: z.string().describe("The UTC month, YYYY-MM"),
@@ -219,9 +249,9 @@ export const status = action({
 
 export const update = action({
   summary: "Renames the project, changes its repository, its cost control (idle stop, " +
-    "schedule, monthly budget) or its pull request settings (owners and admins); answers the " +
-    "project as status does. A change of the repository or the delivery is sent to the VM " +
-    "(update_manifest).",
+    "schedule, monthly budget), its pull request settings or its environment (system_packages, " +
+    "check_command) (owners and admins); answers the project as status does. A change of the " +
+    "repository, the delivery or the environment is sent to the VM (update_manifest).",
   request: z.object({
     action: z.literal("update"),
     project_id: projectId,
@@ -241,6 +271,12 @@ export const update = action({
     agents_label: agentsLabel.optional().describe("Default agents"),
     branch_prefix: branchPrefix.optional().describe("Default agents/"),
     ci_fix_rounds: ciFixRounds.optional().describe("0..20 (default 3)"),
+    system_packages: systemPackages.optional().describe(
+      `Debian package names, at most ${SYSTEM_PACKAGES_MAX} (default none)`,
+    ),
+    check_command: checkCommand.nullable().optional().describe(
+      "A shell command; null: the repository's .agents/check.sh (the default)",
+    ),
   }),
   response: z.object({ project }),
 });
