@@ -5,10 +5,10 @@
 import type { RosterAgent } from "./roster.ts";
 import type { SessionBudget } from "./session_budget.ts";
 import type { SessionInbox } from "./session_inbox.ts";
-import type { SessionIsolation } from "./session_user.ts";
+import type { SessionIsolation, SessionUser } from "../sandbox/session_users.ts";
 import type { TaskBoard } from "./task_board.ts";
 import type { TeamReports } from "./team_reports.ts";
-import type { TeamRunnerOptions } from "./team_runner.ts";
+import type { TeamRunnerOptions } from "./types.ts";
 
 export interface Team {
   readonly options: TeamRunnerOptions;
@@ -24,6 +24,11 @@ export interface Team {
   readonly agentsDir: string;
   /** Sessions as their own Unix user (contract §11a), when the runner runs as root. */
   isolation(): SessionIsolation | undefined;
+  /**
+   * The agent's session socket (its approvals only, contract §19), served at its first session and
+   * given to the agent's session user.
+   */
+  sessionSocket(agent: string, user: SessionUser | undefined): Promise<string>;
   /** The input of the agent's running session, undefined when it has none (contract §17). */
   inboxOf(agent: string): SessionInbox | undefined;
   /** A file of `<workspace>/persona/`, undefined while the project has not saved it. */
