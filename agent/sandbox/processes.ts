@@ -10,23 +10,27 @@
  * VM image's unit and the local stack run under cgroup v1 or v2, delegated or not, and this works
  * the same on all of them. Each round stops every process of the user (SIGSTOP: none can fork
  * while the others are killed), kills them (SIGKILL) and looks again, until none is left. A zombie
- * runs nothing and is skipped (its parent or init reaps it).
+ * runs nothing and is skipped (its parent or init reaps it). The `ps` process itself runs as the
+ * runner (root), never as the user.
  */
 
-/** The processes of `uid` that still run (real, effective, saved or file-system uid). */
+/**
+ * The processes of `uid` that still run (real, effective, saved or file-system uid), as `ps`
+ * (procps) lists them: the VM image's unit runs Deno with named permissions, and listing `/proc`
+ * itself would need them all.
+ */
 export async function processesOf(uid: number): Promise<number[]> {
+  const out = await new Deno.Command("ps", {
+    args: ["-e", "-o", "pid=,stat=,ruid=,euid=,suid=,fsuid="],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) throw new Error(`ps failed: ${new TextDecoder().decode(out.stderr)}`);
   const pids: number[] = [];
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    let status: string;
-    try {
-      status = await Deno.readTextFile(`/proc/${entry.name}/status`);
-    } catch {
-      continue; // ended meanwhile
-    }
-    const uids = /^Uid:\s+(.*)$/m.exec(status)?.[1]?.trim().split(/\s+/).map(Number) ?? [];
-    const state = /^State:\s+(\S)/m.exec(status)?.[1];
-    if (uids.includes(uid) && state !== "Z" && state !== "X") pids.push(Number(entry.name));
+  for (const line of new TextDecoder().decode(out.stdout).split("\n")) {
+    const [pid, stat, ...uids] = line.trim().split(/\s+/);
+    if (!pid || !stat || stat.startsWith("Z") || stat.startsWith("X")) continue;
+    if (uids.map(Number).includes(uid)) pids.push(Number(pid));
   }
   return pids;
 }

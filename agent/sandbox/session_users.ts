@@ -42,21 +42,22 @@ const HOOK = new URL("../team/approval_hook.ts", import.meta.url).pathname;
 const DENO_CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 /** What useradd takes on Debian (NAME_REGEX_SYSTEM), and 32 characters at most. */
 const USER_NAME = /^[a-z_][a-z0-9_-]{0,31}$/;
-const PREFIX = /^[a-z_][a-z0-9_-]{0,19}$/;
+/** What AGENT_SESSION_USER_PREFIX may be: the start of a user name, room left for the agent's. */
+export const SESSION_USER_PREFIX = /^[a-z_][a-z0-9_-]{0,19}$/;
 
 /** `<prefix><agent>`, or, past 32 characters, the agent's name cut and six hex of its hash. */
 export function sessionUserName(prefix: string, agent: string): string {
-  if (!PREFIX.test(prefix)) {
-    throw new Error(
-      `AGENT_SESSION_USER_PREFIX must be 1 to 20 of a-z, 0-9, _ and - (starting with a letter ` +
-        `or _), not ${JSON.stringify(prefix)}`,
-    );
-  }
+  if (!SESSION_USER_PREFIX.test(prefix)) throw new Error(badPrefix(prefix));
   const whole = `${prefix}${agent}`;
   if (USER_NAME.test(whole)) return whole;
   const hash = createHash("sha256").update(agent).digest("hex").slice(0, 6);
   const kept = agent.toLowerCase().replace(/[^a-z0-9_-]/g, "_").slice(0, 32 - prefix.length - 7);
   return `${prefix}${kept}-${hash}`;
+}
+
+export function badPrefix(prefix: string): string {
+  return `AGENT_SESSION_USER_PREFIX must be 1 to 20 of a-z, 0-9, _ and - (starting with a letter ` +
+    `or _), not ${JSON.stringify(prefix)}`;
 }
 
 /** The words that run a program as `user`: setpriv with its ids and no other groups. */
@@ -105,7 +106,7 @@ export async function ensureSessionUser(name: string): Promise<SessionUser> {
  * local stack, when a simulated VM stops: its users do not outlive it on the developer's host).
  */
 export async function removeSessionUsers(prefix: string): Promise<void> {
-  if (!PREFIX.test(prefix)) return;
+  if (!SESSION_USER_PREFIX.test(prefix)) return;
   const passwd = await Deno.readTextFile("/etc/passwd");
   for (const line of passwd.split("\n")) {
     const [name, , uid] = line.split(":");

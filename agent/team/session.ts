@@ -19,8 +19,8 @@ import { messageToBoard } from "./intake.ts";
 import { systemPrompt, taskPrompt } from "./prompts.ts";
 import type { RosterAgent } from "./roster.ts";
 import type { Task } from "./task_board.ts";
-import type { AgentState, Team } from "./team_context.ts";
-import type { TeamRunnerOptions } from "./types.ts";
+import type { Team } from "./team_context.ts";
+import type { AgentState, TeamRunnerOptions } from "./types.ts";
 
 const HOOK = new URL("./approval_hook.ts", import.meta.url).pathname;
 const DENO_CONFIG = new URL("../../deno.json", import.meta.url).pathname;

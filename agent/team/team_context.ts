@@ -1,6 +1,6 @@
 /**
  * What the team runner's parts share (team_runner.ts wires them): the runner's options, board,
- * reports and roster, and each agent's state as the health report declares it.
+ * reports and roster (the types under them are in types.ts).
  */
 import type { RosterAgent } from "./roster.ts";
 import type { SessionBudget } from "./session_budget.ts";
@@ -33,12 +33,4 @@ export interface Team {
   inboxOf(agent: string): SessionInbox | undefined;
   /** A file of `<workspace>/persona/`, undefined while the project has not saved it. */
   persona(name: string): Promise<string | undefined>;
-}
-
-export interface AgentState {
-  status: "active" | "idle" | "error";
-  task?: string;
-  error?: string;
-  lastActivity: string;
-  session?: { abort: AbortController; done: Promise<void>; taskId: string; inbox: SessionInbox };
 }

@@ -7,8 +7,7 @@ import type { DeclaredAgents } from "../../supabase/functions/_contract/reporter
 import type { PublishResult } from "./agent_clone.ts";
 import type { SessionOutcome } from "./claude_session.ts";
 import type { RosterAgent } from "./roster.ts";
-import type { AgentState } from "./team_context.ts";
-import type { TeamRunnerOptions } from "./types.ts";
+import type { AgentState, TeamRunnerOptions } from "./types.ts";
 
 type ReportOptions = Pick<TeamRunnerOptions, "socketPath" | "manifest" | "log">;
 

@@ -26,9 +26,9 @@ import {
   type SessionUser,
 } from "../sandbox/session_users.ts";
 import { type Task, TaskBoard, title } from "./task_board.ts";
-import type { AgentState, Team } from "./team_context.ts";
+import type { Team } from "./team_context.ts";
 import { TeamReports } from "./team_reports.ts";
-import type { TeamRunnerOptions } from "./types.ts";
+import type { AgentState, TeamRunnerOptions } from "./types.ts";
 
 export class TeamRunner {
   readonly #o: TeamRunnerOptions;

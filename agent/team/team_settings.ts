@@ -4,6 +4,8 @@
  * how long and how many turns a session may take (contract §11a), and which Unix users the
  * sessions run as (§19).
  */
+import { badPrefix, SESSION_USER_PREFIX } from "../sandbox/session_users.ts";
+
 /** Anthropic's current Sonnet (Claude Sonnet 4.5 retires on 2026-11-30). */
 export const DEFAULT_AGENT_MODEL = "claude-sonnet-5-5";
 /** Used while the agent's model is overloaded or unavailable (the CLI's --fallback-model). */
@@ -47,6 +49,7 @@ export function teamSettings(
   root = Deno.uid() === 0,
 ): TeamSettings {
   const prefix = env.AGENT_SESSION_USER_PREFIX || DEFAULT_SESSION_USER_PREFIX;
+  if (prefix !== "none" && !SESSION_USER_PREFIX.test(prefix)) throw new Error(badPrefix(prefix));
   return {
     ...(env.ANTHROPIC_BASE_URL ? { modelBaseUrl: env.ANTHROPIC_BASE_URL } : {}),
     ...(env.ANTHROPIC_API_KEY ? { apiKey: env.ANTHROPIC_API_KEY } : {}),
