@@ -142,12 +142,14 @@ export async function prepareIsolation(
   await Deno.chmod(hook, 0o644);
   // `nobody` stands for every session user: none of them can reach more than another.
   const nobody = asUser({ name: "nobody", uid: 65534, gid: 65534 });
-  let cli = resolve(claude);
-  if (!(await reaches(nobody, cli))) {
+  const installed = await onPath(claude);
+  let cli = installed ?? claude;
+  // A CLI not found is left as named: the sessions then fail saying so, the agent keeps reporting.
+  if (installed && !(await reaches(nobody, installed))) {
     cli = `${shared}/claude`;
     await Deno.remove(cli).catch(() => {});
     // A hard link costs nothing on one file system; a copy otherwise.
-    await Deno.link(resolve(claude), cli).catch(() => Deno.copyFile(resolve(claude), cli));
+    await Deno.link(installed, cli).catch(() => Deno.copyFile(installed, cli));
     await Deno.chmod(cli, 0o755);
   }
   const users = new Map<string, Promise<SessionUser>>();
@@ -165,6 +167,17 @@ export async function prepareIsolation(
       return user;
     },
   };
+}
+
+/** The program's absolute path: as given with a `/`, else the first on PATH. */
+async function onPath(program: string): Promise<string | undefined> {
+  const dirs = program.includes("/") ? [""] : (Deno.env.get("PATH") ?? "").split(":");
+  for (const dir of dirs) {
+    const path = dir ? resolve(dir, program) : resolve(program);
+    const stat = await Deno.stat(path).catch(() => undefined);
+    if (stat?.isFile) return path;
+  }
+  return undefined;
 }
 
 /** Whether the user can run `path` (every directory above it passable, the file executable). */

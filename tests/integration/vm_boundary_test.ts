@@ -91,6 +91,8 @@ for hook in ${hooks.join(" ")}; do
 done
 git -c core.worktree=. tag -a v-evil -m "a tag the runner must not push" HEAD 2>/dev/null || true
 echo attacked > attacked.txt
+# The session's own git runs what it configured (as the session's user): the attack is live.
+git -c core.worktree="$PWD" add attacked.txt || true
 `;
 }
 
@@ -262,6 +264,11 @@ Deno.test("the VM is the boundary: attacks from real sessions", async (t) => {
         await say("run `git log --format=%s -1 > after-attack.txt`");
         await pushed(remote, "after-attack.txt");
 
+        // Live: the session's own git ran its filter, as the session's user.
+        assert.equal(
+          (await Deno.readTextFile(`${markers}/filter-clean.uid`)).trim(),
+          String(await uidOf(users.lead)),
+        );
         for await (const entry of Deno.readDir(markers)) {
           if (!entry.name.endsWith(".uid")) continue;
           const file = `${markers}/${entry.name}`;
