@@ -89,10 +89,10 @@ for hook in ${hooks.join(" ")}; do
   printf '#!/bin/sh\\n${evil} hook-%s\\n' "$hook" > ".git/hooks/$hook"
   chmod +x ".git/hooks/$hook"
 done
-git -c core.worktree=. tag -a v-evil -m "a tag the runner must not push" HEAD 2>/dev/null || true
+GIT_WORK_TREE="$PWD" git tag -a v-evil -m "a tag the runner must not push" HEAD 2>/dev/null || true
 echo attacked > attacked.txt
 # The session's own git runs what it configured (as the session's user): the attack is live.
-git -c core.worktree="$PWD" add attacked.txt || true
+GIT_WORK_TREE="$PWD" git add attacked.txt || true
 `;
 }
 
@@ -174,19 +174,25 @@ Deno.test("the VM is the boundary: attacks from real sessions", async (t) => {
       name: "a session's setsid and nohup children are gone before the runner commits",
       ignore: !root,
       fn: async () => {
+        // The setsid child writes once the test says so, after the runner committed.
+        await Deno.writeTextFile(
+          `${markers}/late.sh`,
+          `while [ ! -e ${markers}/go ]; do sleep 0.1; done; echo late > late-setsid.txt\n`,
+          { mode: 0o755 },
+        );
         await say(
-          "@builder run `setsid sh -c 'sleep 2; echo late > late-setsid.txt' " +
-            "> /dev/null 2>&1 < /dev/null &` then run `nohup sh -c 'while true; do echo tick " +
-            ">> ticks.txt; sleep 0.1; done' > /dev/null 2>&1 &` then run `sleep 1` then " +
-            "run `echo started > started.txt`",
+          `@builder run \`setsid sh ${markers}/late.sh > /dev/null 2>&1 < /dev/null &\` then ` +
+            "run `nohup sh -c 'while true; do echo tick >> ticks.txt; sleep 0.1; done' " +
+            "> /dev/null 2>&1 &` then run `sleep 1` then run `echo started > started.txt`",
         );
         assert.equal(await pushed(remote, "started.txt"), "started");
         const uid = await uidOf(users.builder);
         assert.deepEqual(await processesOf(uid), [], "a process of the session's user lives on");
         const committed = await git(remote, "show", "main:ticks.txt");
         assert.match(committed, /^tick$/m, "the loop ran during the session");
-        // Later than the setsid child would have written, had it lived.
-        await new Promise((r) => setTimeout(r, 3_000));
+        // The setsid child, had it lived, writes within 0.1 s of this.
+        await Deno.writeTextFile(`${markers}/go`, "");
+        await new Promise((r) => setTimeout(r, 2_000));
         const clone = await underTmp("vm-sessions-", `${projectId}/builder/repo`);
         assert.equal((await Deno.readTextFile(`${clone}/ticks.txt`)).trim(), committed);
         await assert.rejects(Deno.lstat(`${clone}/late-setsid.txt`), Deno.errors.NotFound);
