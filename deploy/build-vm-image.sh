@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the VM agent and its team on a Debian or Ubuntu machine that becomes the VM image
 # (run it as root on a build VM, then capture it; or as a Packer shell provisioner):
-#   - git, and Node.js with npm (only to install the two npm packages below);
+#   - git, procps (`ps`: a session's processes end with it) and util-linux (`setpriv`: sessions run
+#     as their agents' own users), and Node.js with npm (only to install the two npm packages below);
 #   - Deno 2.9.6 from npm as /usr/local/bin/deno, Claude Code (pinned) as /usr/local/bin/claude;
-#   - the `vm-session` user the Claude Code sessions run as (the agent runs as root; contract §11a);
+#   - no session user: the agent (root) creates one per agent, `vm-<agent>`, at its first session
+#     (AGENT_SESSION_USER_PREFIX; contract §19, docs/vm-agent.md);
 #   - under /opt/vm-agent: the agent (agent/), scripts/agent.ts, the contract it validates with
 #     (supabase/functions/_contract/: schemas only, no SQL, no server code), a deno.json naming
 #     only the npm packages these import (pinned as import_map.json pins them), and those cached
@@ -22,11 +24,9 @@ OPT="$ROOT/opt/vm-agent"
 if [ -z "$ROOT" ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq git ca-certificates nodejs npm >/dev/null
+  apt-get install -y -qq git ca-certificates procps util-linux nodejs npm >/dev/null
   npm install -g --no-fund --no-audit --prefix /usr/local "deno@$DENO_VERSION" \
     "@anthropic-ai/claude-code@$CLAUDE_VERSION"
-  id vm-session >/dev/null 2>&1 || useradd --system --user-group --no-create-home \
-    --home-dir /nonexistent --shell /usr/sbin/nologin vm-session
 fi
 
 rm -rf "$OPT"

@@ -1,7 +1,7 @@
 /**
- * The approval hook for a session that runs as its own user (session_user.ts): one file that user
- * can read (`deno bundle`), with the WASM of its shell parser beside it (bash_grammar.ts), so it
- * needs nothing of root's module cache.
+ * The approval hook for sessions that run as their agents' own users (session_users.ts): one file
+ * every such user can read (`deno bundle`), with the WASM of its shell parser beside it
+ * (bash_grammar.ts), so it needs nothing of root's module cache.
  */
 import { writeBashGrammar } from "./bash_grammar.ts";
 

@@ -9,9 +9,14 @@
 import assert from "node:assert/strict";
 import { runSession, type SessionSpec } from "../../agent/team/claude_session.ts";
 import { sessionEnv, writeManagedSettings } from "../../agent/team/session.ts";
-import { ensureSessionUser, handOver, prepareIsolation } from "../../agent/team/session_user.ts";
+import {
+  asUser,
+  handOver,
+  prepareIsolation,
+  removeSessionUsers,
+} from "../../agent/sandbox/session_users.ts";
 import { teamSettings } from "../../agent/team/team_settings.ts";
-import type { TeamRunnerOptions } from "../../agent/team/team_runner.ts";
+import type { TeamRunnerOptions } from "../../agent/team/types.ts";
 import { ensureClaudeCode } from "../../local/claude_code.ts";
 import { startModelStandIn } from "../../local/model_standin/server.ts";
 
@@ -31,9 +36,11 @@ Deno.test({
     await Deno.chmod(root, 0o711);
     const claude = await ensureClaudeCode(CLAUDE_ROOT);
     const model = await startModelStandIn({ hostname: "127.0.0.1" });
+    // This test's session user (vm-<agent> on a VM), removed at its end.
+    const userPrefix = `h${crypto.randomUUID().slice(0, 6)}-`;
     try {
-      const user = await ensureSessionUser("vm-session");
-      const isolation = await prepareIsolation(user, claude, `${root}/shared`);
+      const isolation = await prepareIsolation(userPrefix, claude, `${root}/shared`);
+      const user = await isolation.userOf("builder");
       const home = `${root}/agent`;
       const repo = `${root}/repo`;
       await Deno.mkdir(`${home}/home/.claude`, { recursive: true, mode: 0o755 });
@@ -56,25 +63,26 @@ Deno.test({
         mode: 0o644,
       });
       await handOver(user, repo, `${home}/home`, `${home}/tmp`);
-      // The agent's socket is not served: a held command's approval cannot be asked for, and the
-      // hook denies it with the rule's reason.
+      // The agent's session socket is not served: a held command's approval cannot be asked for,
+      // and the hook denies it with the rule's reason.
+      const socket = `${root}/state/sessions/builder.sock`;
       const options = {
         ...teamSettings({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: "stand-in-key" }),
         socketPath: `${root}/state/agent.sock`,
         stateDir: `${root}/state`,
         approvalTtlSeconds: 60,
       } as TeamRunnerOptions;
-      // The runner's hooks for every agent (their rules, agent and state from the environment).
+      // The runner's hooks for every agent (their rules, agent and socket from the environment).
       const settingsFile = `${root}/hooks.json`;
       await writeManagedSettings(options, isolation, settingsFile);
       const session = (prompt: string): SessionSpec => ({
         claude: isolation.claude,
-        runAs: isolation.prefix,
+        runAs: asUser(user),
         cwd: repo,
         prompt,
         systemPrompt: "# You are builder, an agent of this project's team",
         model: options.defaultModel,
-        env: sessionEnv(options, "builder", home, {}, true),
+        env: sessionEnv(options, "builder", home, {}, true, socket),
         settingsFile,
         timeoutMs: 60_000,
         maxTurns: 20,
@@ -130,6 +138,7 @@ Deno.test({
       });
     } finally {
       await model.close();
+      await removeSessionUsers(userPrefix);
       await Deno.remove(root, { recursive: true });
     }
   },

@@ -21,7 +21,7 @@ import { ok, vmApi } from "../helpers/vm_api.ts";
 import { reporter, setupProject } from "../helpers/vm_reporter.ts";
 
 Deno.test("Connect GitHub: the authorize page, the callback, and a state that works once", () =>
-  withGitHubPlatform(async (gh, stack) => {
+  withGitHubPlatform(async (_gh, stack) => {
     const { userId } = await setupProject(stack.db.sql);
     const api = vmApi(stack);
     const { response: back, callback, state } = await connectThroughOAuth(

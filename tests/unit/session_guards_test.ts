@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { sessionArgs, type SessionSpec } from "../../agent/team/claude_session.ts";
 import { SessionBudget } from "../../agent/team/session_budget.ts";
 import { sessionFailure, spendLimitAnswer } from "../../agent/team/session_failure.ts";
-import type { Manifest } from "../../agent/team/team_runner.ts";
+import type { Manifest } from "../../agent/team/types.ts";
 
 const SPEC: SessionSpec = {
   claude: "/usr/bin/claude",
