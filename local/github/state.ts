@@ -6,7 +6,6 @@
  * that change things (pulls.ts, issues.ts, pushes.ts, …) read and write these records and say
  * what happened through webhooks.ts.
  */
-import type { AppInfo } from "./shapes.ts";
 
 export type Permission = "read" | "write";
 /** A person's role on a repository, GitHub's five base roles, strongest first. */
@@ -324,4 +323,17 @@ export function iso(ms: number): string;
 export function iso(ms: number | null): string | null;
 export function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** The App as the stand-in knows it: its identity, its bot, what it may do. */
+export interface AppInfo {
+  id: number;
+  slug: string;
+  name: string;
+  clientId: string;
+  owner: Account;
+  bot: Account;
+  permissions: Permissions;
+  events: string[];
+  createdAt: number;
 }
