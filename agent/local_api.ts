@@ -9,6 +9,14 @@
  *   GET  /approvals/<request_id>                 → 200 decision, or 404 while there is none
  *   POST /agents {agents: [...]}                 → 200: the statuses the next health report sends
  *
+ * **Two sockets** (contract §19). The agent's own, `agent.sock`, is root's alone (0600) and serves
+ * all of the above, to the team runner. Each agent's sessions get one of their own
+ * (`serveLocalApi` with `sessionOf`, owned by that agent's session user): it serves only
+ * `POST /approvals` (its wait included) and `GET /approvals/<request_id>`, for that agent only —
+ * the body's `agent` is the socket's, and the request id starts with `<agent>:` — and refuses every
+ * other route, so a session can neither post chat messages, metrics or acks nor ask for another
+ * agent's approvals, whatever it runs.
+ *
  * The socket is an input surface like the reporter's routes and reads bodies the same way: the
  * reporter's size limit, UTF-8 and nesting checks (readJson) and its validation (parseOrThrow), so
  * nothing reaches the spool that the reporter would refuse. Every refusal is `{error, code}`
@@ -54,12 +62,20 @@ export interface LocalApiDeps {
   log(level: "error", message: string, fields: Record<string, unknown>): void;
 }
 
-export function serveLocalApi(socketPath: string, deps: LocalApiDeps): Deno.HttpServer {
+/**
+ * Serves the socket at `socketPath`: the agent's own (every route), or, with `sessionOf`, the
+ * session socket of that agent (its approvals only).
+ */
+export function serveLocalApi(
+  socketPath: string,
+  deps: LocalApiDeps,
+  sessionOf?: string,
+): Deno.HttpServer {
   return Deno.serve(
     { path: socketPath, transport: "unix", onListen: () => {}, signal: deps.signal },
     async (request) => {
       try {
-        return await answer(request, deps);
+        return await answer(request, deps, sessionOf);
       } catch (error) {
         if (error instanceof ApiError) return refusal(error);
         // The text of an unexpected error (a path, a system message) is for the operator only.
@@ -72,17 +88,27 @@ export function serveLocalApi(socketPath: string, deps: LocalApiDeps): Deno.Http
   );
 }
 
-async function answer(request: Request, deps: LocalApiDeps): Promise<Response> {
+async function answer(
+  request: Request,
+  deps: LocalApiDeps,
+  sessionOf: string | undefined,
+): Promise<Response> {
   const url = new URL(request.url);
   const path = url.pathname;
   const method = methodOf(path);
   if (!method) throw new ApiError("unknown_route", `Unknown route: ${path}`);
+  if (sessionOf !== undefined && path !== "/approvals" && !path.startsWith(DECISIONS)) {
+    throw new ApiError(
+      "unknown_route",
+      `Unknown route: ${path} (a session's socket serves POST /approvals only)`,
+    );
+  }
   if (request.method !== method) {
     throw new ApiError("method_not_allowed", `Method not allowed: use ${method}`, {
       allow: method,
     });
   }
-  if (method === "GET") return await decision(path, deps.board);
+  if (method === "GET") return await decision(path, deps.board, sessionOf);
 
   // Refused before the body is read or anything spooled: a bad wait must not leave an item behind.
   const wait = path === "/approvals" ? waitSeconds(url) : 0;
@@ -93,6 +119,9 @@ async function answer(request: Request, deps: LocalApiDeps): Promise<Response> {
     return json({ agents: agents.length });
   }
   const data = parseOrThrow(SPOOLED_ROUTES.get(path)!.request, withIds(path, body));
+  if (sessionOf !== undefined) {
+    ownApproval(data as { agent: string; request_id: string }, sessionOf);
+  }
 
   let seq: number;
   try {
@@ -125,7 +154,11 @@ function methodOf(path: string): "GET" | "POST" | undefined {
  * The request id is held to the rules POST /approvals gave it; the board encodes it into one file
  * name, so no id (`..%2F..%2Fetc` among them) names a file outside the decisions directory.
  */
-async function decision(path: string, board: ApprovalBoard): Promise<Response> {
+async function decision(
+  path: string,
+  board: ApprovalBoard,
+  sessionOf: string | undefined,
+): Promise<Response> {
   let id: string;
   try {
     id = decodeURIComponent(path.slice(DECISIONS.length));
@@ -133,9 +166,22 @@ async function decision(path: string, board: ApprovalBoard): Promise<Response> {
     throw new ApiError("invalid_request", "request_id: must be percent-encoded UTF-8");
   }
   const { request_id } = parseOrThrow(requestIdSchema, { request_id: id });
+  if (sessionOf !== undefined && !request_id.startsWith(`${sessionOf}:`)) {
+    throw new ApiError("invalid_request", `request_id: this socket answers ${sessionOf}'s only`);
+  }
   const decided = await board.read(request_id);
   if (!decided) throw new ApiError("no_decision_yet", "No decision yet");
   return json(decided);
+}
+
+/** A session socket's approval: asked for its own agent, under a request id of that agent's. */
+function ownApproval(asked: { agent: string; request_id: string }, agent: string): void {
+  if (asked.agent !== agent) {
+    throw new ApiError("invalid_request", `agent: this socket asks for ${agent} only`);
+  }
+  if (!asked.request_id.startsWith(`${agent}:`)) {
+    throw new ApiError("invalid_request", `request_id: must start with "${agent}:" on this socket`);
+  }
 }
 
 /** `?wait=<seconds>`: a plain decimal number; more than MAX_WAIT_SECONDS waits that long. */

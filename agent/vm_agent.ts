@@ -15,7 +15,7 @@ import { ApprovalBoard } from "./approval_board.ts";
 import { writeFileAtomic } from "./atomic_file.ts";
 import { type AgentHook, handleCommand } from "./command_handlers.ts";
 import { HostMetrics } from "./host_metrics.ts";
-import { type DeclaredAgents, serveLocalApi } from "./local_api.ts";
+import { type DeclaredAgents, type LocalApiDeps, serveLocalApi } from "./local_api.ts";
 import {
   commandsPoll,
   commandsStatus,
@@ -25,7 +25,7 @@ import {
 } from "../supabase/functions/_contract/reporter.ts";
 import { ReporterClient, ReporterError } from "./reporter_client.ts";
 import { Spool } from "./spool.ts";
-import type { Manifest } from "./team/team_runner.ts";
+import type { Manifest } from "./team/types.ts";
 
 /** The team the agent runs: its sessions answer start/stop/restart_agents. */
 export interface Team {
@@ -42,6 +42,11 @@ export interface TeamHost {
   stateDir: string;
   workspace: string;
   manifest(): Manifest | undefined;
+  /**
+   * Serves an agent's session socket at `path` (contract §19: that agent's approvals only); the
+   * team gives it to the agent's session user.
+   */
+  serveSessionSocket(path: string, agent: string): Promise<void>;
 }
 
 export interface VmAgentOptions {
@@ -81,6 +86,7 @@ export class VmAgent {
   #spool!: Spool;
   #client!: ReporterClient;
   #server: Deno.HttpServer | undefined;
+  readonly #sessionServers: Deno.HttpServer[] = [];
   #agents: DeclaredAgents | undefined;
   #manifest: Manifest | undefined;
   #team: Team | undefined;
@@ -113,7 +119,7 @@ export class VmAgent {
       signal: this.#abort.signal,
     });
     await Deno.remove(this.socketPath).catch(() => {});
-    this.#server = serveLocalApi(this.socketPath, {
+    const socketDeps: LocalApiDeps = {
       spool: this.#spool,
       board: this.#board,
       spooled: () => this.#drainSoon(),
@@ -128,7 +134,10 @@ export class VmAgent {
         }),
       signal: this.#abort.signal,
       log: this.#options.log,
-    });
+    };
+    this.#server = serveLocalApi(this.socketPath, socketDeps);
+    // Root's alone (contract §19): the sessions ask for approvals on sockets of their own.
+    await Deno.chmod(this.socketPath, 0o600);
     await this.#loadManifest();
     this.#loop = this.#run();
     if (this.#options.team) {
@@ -137,6 +146,11 @@ export class VmAgent {
         stateDir,
         workspace,
         manifest: () => this.#manifest,
+        serveSessionSocket: async (path, agent) => {
+          await Deno.remove(path).catch(() => {});
+          this.#sessionServers.push(serveLocalApi(path, socketDeps, agent));
+          await Deno.chmod(path, 0o600);
+        },
       });
       await this.#team.start();
     }
@@ -149,6 +163,7 @@ export class VmAgent {
     await this.#loop;
     await this.#draining.catch(() => {});
     await this.#server?.finished;
+    await Promise.all(this.#sessionServers.map((server) => server.finished));
   }
 
   async #run(): Promise<void> {

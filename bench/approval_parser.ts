@@ -15,7 +15,8 @@
  * Prints medians and p90s; nothing is asserted.
  */
 import { parse as shSyntaxParse } from "sh-syntax";
-import { BASH_GRAMMAR, writeBashGrammar } from "../agent/team/bash_grammar.ts";
+import { BASH_GRAMMAR } from "../agent/team/bash_grammar.ts";
+import { bundleApprovalHook } from "../agent/team/hook_bundle.ts";
 import { loadBashParser, type Node } from "../agent/team/shell_parser.ts";
 
 const SAMPLE = "G=git; $G pu''sh -f";
@@ -39,21 +40,48 @@ if (Deno.args[0] === "--child") {
 const PARSER_RUNS = Number(Deno.env.get("PARSER_RUNS") ?? 10);
 const HOOK_RUNS = Number(Deno.env.get("HOOK_RUNS") ?? 20);
 
-/** The command lines the rule tests use, as their test names carry them. */
+/**
+ * The command lines the rule tests use, as their test names carry them: read from the test run's
+ * JUnit report (a benchmark runs the tests, it does not import them).
+ */
 async function testedCommands(): Promise<string[]> {
-  const names: string[] = [];
-  const register = Deno.test;
-  // The test module registers its cases on import: their names end with the command as JSON.
-  Object.defineProperty(Deno, "test", { value: (name: string) => names.push(name) });
+  const junit = await Deno.makeTempFile({ suffix: ".xml" });
   try {
-    await import("../tests/unit/approval_rules_test.ts");
+    await new Deno.Command("deno", {
+      args: ["test", "-A", "--no-check", `--junit-path=${junit}`, RULE_TESTS],
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    const xml = await Deno.readTextFile(junit);
+    return [...xml.matchAll(/<testcase name="([^"]*)"/g)].flatMap(([, escaped]) => {
+      const name = unescapeXml(escaped!);
+      const at = name.indexOf(': "');
+      return at < 0 ? [] : [JSON.parse(name.slice(at + 2)) as string];
+    });
   } finally {
-    Object.defineProperty(Deno, "test", { value: register });
+    await Deno.remove(junit).catch(() => {});
   }
-  return names.flatMap((name) => {
-    const at = name.indexOf(': "');
-    return at < 0 ? [] : [JSON.parse(name.slice(at + 2)) as string];
-  });
+}
+
+const RULE_TESTS = new URL("../tests/unit/approval_rules_test.ts", import.meta.url).pathname;
+
+function unescapeXml(text: string): string {
+  const entities: Record<string, string> = {
+    quot: '"',
+    apos: "'",
+    lt: "<",
+    gt: ">",
+    amp: "&",
+  };
+  return text.replace(
+    /&(quot|apos|lt|gt|amp|#\d+|#x[0-9a-f]+);/gi,
+    (_, e: string) =>
+      e.startsWith("#x")
+        ? String.fromCodePoint(parseInt(e.slice(2), 16))
+        : e.startsWith("#")
+        ? String.fromCodePoint(Number(e.slice(1)))
+        : entities[e]!,
+  );
 }
 
 const percentile = (values: number[], p: number) =>
@@ -127,20 +155,7 @@ for (const [parser, runs] of Object.entries(parserRuns)) {
 // The hook as a session's Bash call runs it.
 const dir = await Deno.makeTempDir({ prefix: "approval-parser-" });
 try {
-  await writeBashGrammar(dir);
-  const hook = `${dir}/approval_hook.js`;
-  const bundled = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "bundle",
-      "--quiet",
-      "--config",
-      new URL("../deno.json", import.meta.url).pathname,
-      "-o",
-      hook,
-      new URL("../agent/team/approval_hook.ts", import.meta.url).pathname,
-    ],
-  }).output();
-  if (!bundled.success) throw new Error(new TextDecoder().decode(bundled.stderr));
+  const hook = await bundleApprovalHook(dir);
   await Deno.writeTextFile(`${dir}/bare.js`, "await new Response(Deno.stdin.readable).text();\n");
   await Deno.writeTextFile(`${dir}/rules.json`, JSON.stringify({ globs: [] }));
   const socket = `${dir}/agent.sock`;
@@ -158,7 +173,7 @@ try {
         "--quiet",
         "--no-prompt",
         "--allow-read",
-        `--allow-write=${dir}/state,${socket}`,
+        `--allow-write=${socket}`,
         `--allow-net=vm-agent,unix:${socket}`,
         "--no-config",
         script,
@@ -182,9 +197,7 @@ try {
   const times: Record<string, number[]> = { "Deno reading its input": [], "approval hook": [] };
   for (let i = 0; i < HOOK_RUNS; i++) {
     times["Deno reading its input"]!.push(await run(`${dir}/bare.js`, []));
-    times["approval hook"]!.push(
-      await run(hook, [...hookArgs, "--state", `${dir}/state`]),
-    );
+    times["approval hook"]!.push(await run(hook, hookArgs));
   }
   console.log(`\n## A Bash call no rule holds, ${HOOK_RUNS} processes each\n`);
   console.log("| process | p50 | p90 |");

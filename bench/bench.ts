@@ -45,7 +45,10 @@ const PRELOAD_ROWS = Number(Deno.env.get("BENCH_PRELOAD_ROWS") ?? 0);
 /** Also print each scenario's N most expensive statements (where the database time goes). */
 const TOP_STATEMENTS = Number(Deno.env.get("BENCH_TOP_STATEMENTS") ?? 0);
 const MAX_REQUESTS_PER_SCENARIO = 200_000;
-/** `cost-control`: only the cost control section (benchCostControl), not the request scenarios. */
+/**
+ * `cost-control`: only the cost control section (benchCostControl), not the request scenarios;
+ * `requests`: only the request scenarios (and webhook delivery).
+ */
 const ONLY = Deno.env.get("BENCH_ONLY") ?? "";
 /** Only the request scenarios whose name matches (the floor always runs). */
 const SCENARIOS = new RegExp(Deno.env.get("BENCH_SCENARIOS") ?? "");
@@ -67,7 +70,7 @@ const sql = postgres(database.url, { max: 4, onnotice: () => {} });
 try {
   await sql`create extension if not exists pg_stat_statements`;
   if (ONLY !== "cost-control") await benchRequests();
-  await benchCostControl();
+  if (ONLY !== "requests") await benchCostControl();
 } finally {
   await sql.end();
   await database.stop();

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the VM agent and its team on a Debian or Ubuntu machine that becomes the VM image
 # (run it as root on a build VM, then capture it; or as a Packer shell provisioner):
-#   - git, and Node.js with npm (only to install the two npm packages below);
+#   - git, procps (`ps`: a session's processes end with it) and util-linux (`setpriv`: sessions run
+#     as their agents' own users), and Node.js with npm (only to install the two npm packages below);
 #   - Deno 2.9.6 from npm as /usr/local/bin/deno, Claude Code (pinned) as /usr/local/bin/claude;
-#   - the `vm-session` user the Claude Code sessions run as (the agent runs as root; contract §11a);
+#   - no session user: the agent (root) creates one per agent, `vm-<agent>`, at its first session
+#     (AGENT_SESSION_USER_PREFIX; contract §19, docs/vm-agent.md);
 #   - under /opt/vm-agent: the agent (agent/), scripts/agent.ts, the contract it validates with
 #     (supabase/functions/_contract/: schemas only, no SQL, no server code), a deno.json naming
 #     only the npm packages these import (pinned as import_map.json pins them), and those cached
@@ -22,11 +24,9 @@ OPT="$ROOT/opt/vm-agent"
 if [ -z "$ROOT" ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq git ca-certificates nodejs npm >/dev/null
+  apt-get install -y -qq git ca-certificates procps util-linux nodejs npm >/dev/null
   npm install -g --no-fund --no-audit --prefix /usr/local "deno@$DENO_VERSION" \
     "@anthropic-ai/claude-code@$CLAUDE_VERSION"
-  id vm-session >/dev/null 2>&1 || useradd --system --user-group --no-create-home \
-    --home-dir /nonexistent --shell /usr/sbin/nologin vm-session
 fi
 
 rm -rf "$OPT"
@@ -35,13 +35,17 @@ cp -R "$SRC/agent" "$OPT/agent"
 cp -R "$SRC/supabase/functions/_contract" "$OPT/supabase/functions/_contract"
 cp "$SRC/scripts/agent.ts" "$OPT/scripts/agent.ts"
 find "$OPT" -name '*_test.ts' -delete
-# The image's import map: the repository's pins, only for what the agent imports.
+# The image's import map: the repository's pins, only for what the agent imports (the approval
+# hook's shell parser and its WASM among them, read as bytes: the repository's `unstable` too).
 deno eval --quiet '
   const [src, opt] = Deno.args;
   const all = JSON.parse(Deno.readTextFileSync(`${src}/import_map.json`)).imports;
+  const { unstable } = JSON.parse(Deno.readTextFileSync(`${src}/deno.json`));
   const imports = {};
-  for (const name of ["zod", "shell-quote", "picomatch"]) imports[name] = all[name];
-  Deno.writeTextFileSync(`${opt}/deno.json`, JSON.stringify({ imports }, null, 2) + "\n");
+  const names = ["zod", "shell-quote", "picomatch", "web-tree-sitter", "web-tree-sitter/",
+    "tree-sitter-bash/"];
+  for (const name of names) imports[name] = all[name];
+  Deno.writeTextFileSync(`${opt}/deno.json`, JSON.stringify({ unstable, imports }, null, 2) + "\n");
 ' "$SRC" "$OPT"
 cp "$SRC/deploy/vm-agent.service" "$ROOT/etc/systemd/system/vm-agent.service"
 

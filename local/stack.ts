@@ -47,6 +47,8 @@ export interface StackAddresses {
   dataApi: { anon: string; serviceRole: string } | undefined;
   realtime: boolean;
   databaseUrl: string;
+  /** Where the private cluster's files are (none for DATABASE_URL's database). */
+  databaseFiles: string | undefined;
   mail: MailCatcher | undefined;
   smtpUrl: string | undefined;
   reconcileIntervalMs: number;
@@ -150,6 +152,7 @@ export async function startStack(
           dataApi: dataApi?.keys,
           realtime: realtime !== undefined,
           databaseUrl: database.url,
+          databaseFiles: database.dataDir,
           mail,
           smtpUrl: mail ? undefined : redactSmtpUrl(config.notifications.smtpUrl!),
           reconcileIntervalMs: config.reconcileIntervalMs,

@@ -5,8 +5,9 @@
  * (default /srv/agents); and --cycle-ms <ms> (default 30000), --claude <path> (the Claude Code
  * CLI; default `claude` on PATH), --approval-ttl-seconds (default 1800). The environment:
  * ANTHROPIC_BASE_URL (every session's model endpoint), ANTHROPIC_API_KEY (unless the project has
- * that secret), AGENT_DEFAULT_MODEL, AGENT_FALLBACK_MODEL, AGENT_MAX_TURNS and
- * AGENT_SESSION_TIMEOUT_MINUTES (docs/vm-agent.md).
+ * that secret), AGENT_DEFAULT_MODEL, AGENT_FALLBACK_MODEL, AGENT_MAX_TURNS,
+ * AGENT_SESSION_TIMEOUT_MINUTES and AGENT_SESSION_USER_PREFIX (as root, agent X's sessions run as
+ * the user `<prefix>X`, default `vm-X`; docs/vm-agent.md).
  */
 import { parseArgs } from "node:util";
 import { VmAgent } from "../agent/vm_agent.ts";

@@ -25,7 +25,10 @@ function printAddresses(at: StackAddresses): void {
     `Realtime URL:  ws://127.0.0.1:${at.port}/realtime/v1/websocket` +
       (at.realtime ? "" : " (not running)"),
   );
-  say(`DB URL:        ${redactPassword(at.databaseUrl)}`);
+  say(
+    `DB URL:        ${redactPassword(at.databaseUrl)}` +
+      (at.databaseFiles ? ` (files: ${at.databaseFiles})` : ""),
+  );
   if (at.dataApi) {
     say(`anon key:      ${at.dataApi.anon}`);
     say(`service_role key: ${at.dataApi.serviceRole}`);

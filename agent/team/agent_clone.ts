@@ -1,19 +1,20 @@
 /**
- * An agent's own clone of the project's repository, and everything the runner (never the model)
- * does with git: commit what a session left, rebase on what the others pushed, push, and count
- * what happened. Credentials never touch a URL or a file: `GIT_TOKEN` reaches git through a
- * credential helper declared in the environment (GIT_CONFIG_*), which reads it from the
- * environment at the moment git asks, and only for the commands that talk to the remote.
- *
- * The clone is the session's (contract §11a): it may have set any configuration in it. So the
- * runner's git runs with configuration given on its own command line (GIT_CONFIG_*, which wins
- * over the repository's): no hook (`core.hooksPath`), no fsmonitor program, no credential helper
- * of the repository's (the list is emptied before ours), ours answering only for the remote's own
- * host (an `insteadOf` the session set cannot send the token elsewhere), no `ext::` transport.
+ * An agent's own clone of the project's repository, and what the runner (never the model) does
+ * with git: commit what a session left, rebase on what the others pushed, push, and count what
+ * happened. Every git command goes through agent/git/runner_git.ts: the runner's own git
+ * directory with the clone as its work tree, so nothing the session wrote in the clone is
+ * configuration to the runner (contract §19). Credentials never touch a URL or a file: `GIT_TOKEN`
+ * reaches git through a credential helper declared in the environment, which reads it from the
+ * environment at the moment git asks, only for the remote's own host, and only for the commands
+ * that talk to the remote.
  */
+import { firstLine, RunnerGit } from "../git/runner_git.ts";
+
 export interface CloneOptions {
-  /** The clone's directory. */
+  /** The clone's directory: the session's files, the runner's work tree. */
   dir: string;
+  /** The runner's own git directory (root's alone); never inside `dir`. */
+  gitDir: string;
   agent: string;
   /** Where the team pushes; undefined: a repository of the VM's own, nothing is pushed. */
   remote: string | undefined;
@@ -24,10 +25,10 @@ export interface CloneOptions {
    * and its commits count from it. The clone never pushes to it.
    */
   base?: string;
-  /** The environment git runs with (gitEnvironment's, plus PATH and HOME). */
-  env: Record<string, string>;
   /** GIT_TOKEN, given to the commands that talk to the remote only. */
   token?: string;
+  /** The session's side: how a program runs as its user, and its home (runner_git.ts). */
+  session?: { runAs: string[]; home: string };
 }
 
 export interface PushedCommit {
@@ -51,108 +52,79 @@ export interface PublishResult {
 const PUSH_ATTEMPTS = 3;
 const MARKER = /^(<{7} |>{7} |={7}$)/m;
 
-/** Who commits: the agent, as author and committer; git never prompts. */
-export function gitIdentity(agent: string): Record<string, string> {
-  const email = `${agent}@agents.vm-agent.invalid`;
-  return {
-    GIT_AUTHOR_NAME: agent,
-    GIT_AUTHOR_EMAIL: email,
-    GIT_COMMITTER_NAME: agent,
-    GIT_COMMITTER_EMAIL: email,
-    GIT_TERMINAL_PROMPT: "0",
-  };
-}
-
-/**
- * The runner's git environment: the agent's identity and the configuration that keeps the
- * clone's own from running anything; with a `GIT_TOKEN`, a credential helper that hands it over
- * for the remote's host only. The token itself is not in it (see AgentClone's `token`).
- */
-export function gitEnvironment(
-  agent: string,
-  secrets: Record<string, string>,
-  remote?: string,
-): Record<string, string> {
-  const config: [string, string][] = [
-    ["core.hooksPath", "/dev/null"],
-    ["core.fsmonitor", "false"],
-    ["protocol.ext.allow", "never"],
-    // The clone belongs to the sessions' own user when they have one (§11a).
-    ["safe.directory", "*"],
-    // An empty value empties the list of helpers the repository's configuration declared.
-    ["credential.helper", ""],
-  ];
-  if (secrets.GIT_TOKEN) {
-    // The helper holds no secret: it prints the variable git's own environment carries, and only
-    // to the host the remote names.
-    config.push([
-      "credential.helper",
-      '!f() { test "$1" = get || exit 0; while IFS== read -r k v; do test "$k" = host && h="$v"; ' +
-      'done; test -n "$h" && test "$h" = "$GIT_TOKEN_HOST" && echo username=x-access-token && ' +
-      'echo "password=$GIT_TOKEN"; }; f',
-    ]);
-  }
-  const env: Record<string, string> = {
-    ...gitIdentity(agent),
-    GIT_CONFIG_COUNT: String(config.length),
-    ...(remote && secrets.GIT_TOKEN ? { GIT_TOKEN_HOST: remoteHost(remote) } : {}),
-  };
-  config.forEach(([key, value], i) => {
-    env[`GIT_CONFIG_KEY_${i}`] = key;
-    env[`GIT_CONFIG_VALUE_${i}`] = value;
-  });
-  return env;
-}
-
-/** The host (with its port) git names in a credential request for this remote. */
-function remoteHost(remote: string): string {
-  try {
-    return new URL(remote).host;
-  } catch {
-    return ""; // a path or scp-like remote: no https credential is ever asked for
-  }
-}
-
-/** The git commands that talk to the remote: the only ones that get the token. */
-const NETWORK_COMMANDS = new Set(["clone", "fetch", "push"]);
-
 export class AgentClone {
   readonly #o: CloneOptions;
+  readonly #runner: RunnerGit;
 
   constructor(options: CloneOptions) {
     this.#o = options;
+    this.#runner = new RunnerGit({
+      gitDir: options.gitDir,
+      workTree: options.dir,
+      agent: options.agent,
+      ...(options.remote ? { remote: options.remote } : {}),
+      ...(options.token ? { token: options.token } : {}),
+      ...(options.session ? { session: options.session } : {}),
+    });
   }
 
   get dir(): string {
     return this.#o.dir;
   }
 
-  /** Clones (or, without a remote, creates) the repository, and follows a changed URL or branch. */
+  /**
+   * The runner's git directory (made at the first session, fetched from the remote), and the
+   * branch checked out in the clone; a changed URL or branch is followed.
+   */
   async ensure(): Promise<void> {
-    const { dir, remote, branch } = this.#o;
-    const fresh = !(await exists(`${dir}/.git`));
-    if (fresh) {
-      await Deno.mkdir(dir, { recursive: true });
-      if (remote) await this.#git(["clone", "--quiet", "--", remote, "."]);
-      else await this.#git(["init", "--quiet"]);
-    } else if (remote) {
+    const { remote, branch } = this.#o;
+    const fresh = await this.#runner.init();
+    if (remote) {
       const current = await this.#git(["remote", "get-url", "origin"], true);
       if (current.code !== 0) await this.#git(["remote", "add", "origin", remote]);
       else if (current.out.trim() !== remote) {
         await this.#git(["remote", "set-url", "origin", remote]);
       }
+      if (fresh && !(await this.#fetch())) throw new Error("git fetch failed: the remote");
     }
-    if ((await this.#currentBranch()) === branch) return;
+    if (!fresh && (await this.#currentBranch()) === branch) return;
+    // A fresh git directory over a clone that has files (one made before this layout): the
+    // branch's files win, as a clone's would.
+    const force = fresh ? ["--force"] : [];
     const { base } = this.#o;
     if (remote && await this.#remoteHas(branch)) {
-      await this.#git(["checkout", "--quiet", "-B", branch, `origin/${branch}`]);
+      await this.#git(["checkout", "--quiet", ...force, "-B", branch, `origin/${branch}`]);
     } else if (remote && base && await this.#fetch() && await this.#remoteHas(base)) {
-      await this.#git(["checkout", "--quiet", "-B", branch, `origin/${base}`]);
+      await this.#git(["checkout", "--quiet", ...force, "-B", branch, `origin/${base}`]);
     } else if (await this.#hasCommits()) {
       await this.#git(["checkout", "--quiet", "-B", branch]);
     } else {
       await this.#git(["symbolic-ref", "HEAD", `refs/heads/${branch}`]);
     }
+  }
+
+  /** Before a session: the session's own repository shows the runner's (runner_git.ts). */
+  async handToSession(): Promise<void> {
+    await this.#runner.toSession();
+  }
+
+  /**
+   * After a session: its own commits, when they descend from the runner's HEAD, become the
+   * branch's (their files stay as the session left them); anything else it did to its repository
+   * is ignored, its files are taken by commitLeftovers. Not while a rebase or merge of the
+   * runner's is under way: that one concludes with what the session left.
+   */
+  async takeSessionCommits(): Promise<number> {
+    if (await this.#rebasing() || await this.#merging()) return 0;
+    const theirs = await this.#runner.fromSession();
+    const head = await this.head();
+    if (!theirs || theirs === head) return 0;
+    if (head && (await this.#git(["merge-base", "--is-ancestor", head, theirs], true)).code !== 0) {
+      return 0;
+    }
+    await this.#git(["reset", "--quiet", "--soft", theirs]);
+    const count = await this.#git(["rev-list", "--count", head ? `${head}..HEAD` : "HEAD"]);
+    return Number(count.out.trim()) || 0;
   }
 
   /** Before a session: the clone takes what the others pushed (its own work is all pushed). */
@@ -229,7 +201,8 @@ export class AgentClone {
       const since = base ?? await this.#baseRef();
       const from = since ? (await this.#git(["rev-parse", since])).out.trim() : undefined;
       const push = await this.#git(
-        ["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`],
+        ["push", "--quiet", "--no-verify", "origin", `HEAD:refs/heads/${branch}`],
+        true,
         true,
       );
       if (push.code === 0) {
@@ -262,7 +235,7 @@ export class AgentClone {
   async finishConflictRebase(): Promise<boolean> {
     if (!(await this.#rebasing())) return true;
     for (const file of await this.#touchedByRebase()) {
-      const text = await Deno.readTextFile(`${this.#o.dir}/${file}`).catch(() => "");
+      const text = await regularFileText(`${this.#o.dir}/${file}`);
       if (MARKER.test(text)) {
         await this.#git(["rebase", "--abort"], true);
         return false;
@@ -294,8 +267,12 @@ export class AgentClone {
   }
 
   async #rebasing(): Promise<boolean> {
-    const gitDir = `${this.#o.dir}/.git`;
+    const gitDir = this.#o.gitDir;
     return await exists(`${gitDir}/rebase-merge`) || await exists(`${gitDir}/rebase-apply`);
+  }
+
+  async #merging(): Promise<boolean> {
+    return await exists(`${this.#o.gitDir}/MERGE_HEAD`);
   }
 
   /** The commits between base and HEAD with their line counts (numstat; binary files count 0). */
@@ -333,7 +310,8 @@ export class AgentClone {
   }
 
   async #fetch(): Promise<boolean> {
-    return (await this.#git(["fetch", "--quiet", "--prune", "origin"], true)).code === 0;
+    return (await this.#git(["fetch", "--quiet", "--prune", "--no-tags", "origin"], true, true))
+      .code === 0;
   }
 
   /** A task branch not on the remote yet: its base on the remote, where its commits start. */
@@ -357,35 +335,18 @@ export class AgentClone {
     return (await this.#git(["status", "--porcelain"], true)).out.trim() === "";
   }
 
-  async #git(
-    args: string[],
-    allowFailure = false,
-  ): Promise<{ code: number; out: string; err: string }> {
-    const output = await new Deno.Command("git", {
-      args,
-      cwd: this.#o.dir,
-      env: this.#o.token && NETWORK_COMMANDS.has(args[0]!)
-        ? { ...this.#o.env, GIT_TOKEN: this.#o.token }
-        : this.#o.env,
-      clearEnv: true,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const result = {
-      code: output.code,
-      out: new TextDecoder().decode(output.stdout),
-      err: new TextDecoder().decode(output.stderr),
-    };
-    if (result.code !== 0 && !allowFailure) {
-      throw new Error(`git ${args[0]} failed: ${firstLine(result.err) || `exit ${result.code}`}`);
-    }
-    return result;
+  #git(args: string[], allowFailure = false, network = false) {
+    return this.#runner.run(args, allowFailure, network);
   }
 }
 
-function firstLine(text: string): string {
-  return text.split("\n").map((l) => l.trim()).find(Boolean) ?? "";
+/**
+ * A file's text when it is a regular file (a session may leave a FIFO, which would hold the
+ * runner, or a link to a file only root reads), else "".
+ */
+async function regularFileText(path: string): Promise<string> {
+  const stat = await Deno.lstat(path).catch(() => undefined);
+  return stat?.isFile ? await Deno.readTextFile(path).catch(() => "") : "";
 }
 
 async function exists(path: string): Promise<boolean> {

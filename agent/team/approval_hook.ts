@@ -1,22 +1,24 @@
 /**
  * The Claude Code hook that holds a Bash command until a person decides (contract §11). The
- * runner puts it in each session's settings for PreToolUse, PostToolUse and PostToolUseFailure on
- * Bash; the CLI runs it with the event as JSON on stdin.
+ * runner puts it in each session's settings for PreToolUse on Bash; the CLI runs it with the
+ * event as JSON on stdin.
  *
  * - PreToolUse: a command no rule matches passes untouched (no output). A matching one is asked
  *   for through the VM agent's socket (`POST /approvals?wait=`, the request id fixed by the
  *   session and the tool call, so a retry is the same approval) and waited for as long as the
  *   approval lives; approved → allowed, rejected or expired → denied with the reason, which the
  *   model reads. Anything going wrong denies: a risky command never runs unasked.
- * - PostToolUse / PostToolUseFailure of an approved command: `/approvals/ack` executed / failed.
- *   (Rejected and expired ones the VM agent acknowledges as skipped when the decision arrives.)
+ *
+ * It asks on the agent's session socket, which serves that agent's approvals only (contract §19),
+ * under request ids `<agent>:<session>:<tool call>`. What an approved command did is reported by
+ * the runner from the session's stream (approval_acks.ts), not by anything the session runs.
  *
  * The rules read the command with tree-sitter's bash grammar (WASM, approval_rules.ts), loaded
  * once per run from `--grammar <dir>` (default: beside the hook, where the runner puts it for the
  * bundled hook; bash_grammar.ts).
  *
- * Usage: approval_hook.ts <pre|post|post-failure> --socket <agent.sock> --rules <rules.json>
- *        --agent <name> --state <dir> --ttl <seconds> [--grammar <dir>]
+ * Usage: approval_hook.ts pre --socket <session socket> --rules <rules.json> --agent <name>
+ *        --ttl <seconds> [--grammar <dir>]
  */
 import { parseArgs } from "node:util";
 import { AgentSocket } from "../socket_client.ts";
@@ -47,61 +49,41 @@ const { positionals, values } = parseArgs({
     socket: { type: "string" },
     rules: { type: "string" },
     agent: { type: "string" },
-    state: { type: "string" },
     ttl: { type: "string", default: "1800" },
     grammar: { type: "string" },
   },
 });
-const event = positionals[0];
+if (positionals[0] !== "pre") throw new Error("usage: approval_hook.ts pre --socket … --rules …");
 const raw = await new Response(Deno.stdin.readable).text();
 try {
   await main(JSON.parse(raw) as HookInput);
 } catch (error) {
   // A hook that fails is a "non-blocking error" to the CLI, which would run the command: a
   // PreToolUse that cannot decide denies instead.
-  if (event === "pre") {
-    decide(false, `The approval check failed: ${error instanceof Error ? error.message : error}`);
-  } else throw error;
+  decide(false, `The approval check failed: ${error instanceof Error ? error.message : error}`);
 }
 
 async function main(input: HookInput): Promise<void> {
   const command = typeof input.tool_input?.command === "string" ? input.tool_input.command : "";
   if (input.tool_name !== "Bash" || !command) return;
-  if (!values.socket || !values.state || !values.rules) {
-    throw new Error("the hook's flags are missing");
-  }
+  if (!values.socket || !values.rules) throw new Error("the hook's flags are missing");
   const socket = new AgentSocket(values.socket);
-  const approvedFile = `${values.state}/approved/${
-    encodeURIComponent(`${input.session_id}-${input.tool_use_id}`)
-  }.json`;
   try {
-    if (event === "pre") {
-      const rules: ApprovalRules = JSON.parse(await Deno.readTextFile(values.rules));
-      const grammar = await readBashGrammar(values.grammar ?? new URL(".", import.meta.url));
-      const match = matchApprovalRule(command, rules, await loadBashParser(grammar));
-      if (!match) return;
-      let answer: { allow: boolean; reason: string };
-      try {
-        answer = await ask(socket, input, command, approvedFile, match);
-      } catch (error) {
-        answer = {
-          allow: false,
-          reason: `This command needs a person's approval (${match.reason}), and the approval ` +
-            `could not be asked for: ${error instanceof Error ? error.message : String(error)}`,
-        };
-      }
-      decide(answer.allow, answer.reason);
-    } else if (event === "post" || event === "post-failure") {
-      const approved = await Deno.readTextFile(approvedFile).catch(() => undefined);
-      if (!approved) return;
-      const { approval_id } = JSON.parse(approved) as { approval_id: string };
-      await socket.post("/approvals/ack", {
-        approval_id,
-        outcome: event === "post" ? "executed" : "failed",
-        details: { command: command.slice(0, 8_000) },
-      });
-      await Deno.remove(approvedFile).catch(() => {});
+    const rules: ApprovalRules = JSON.parse(await Deno.readTextFile(values.rules));
+    const grammar = await readBashGrammar(values.grammar ?? new URL(".", import.meta.url));
+    const match = matchApprovalRule(command, rules, await loadBashParser(grammar));
+    if (!match) return;
+    let answer: { allow: boolean; reason: string };
+    try {
+      answer = await ask(socket, input, command, match);
+    } catch (error) {
+      answer = {
+        allow: false,
+        reason: `This command needs a person's approval (${match.reason}), and the approval ` +
+          `could not be asked for: ${error instanceof Error ? error.message : String(error)}`,
+      };
     }
+    decide(answer.allow, answer.reason);
   } finally {
     socket.close();
   }
@@ -111,11 +93,10 @@ async function ask(
   socket: AgentSocket,
   input: HookInput,
   command: string,
-  approvedFile: string,
   { action, reason, risk }: RuleMatch,
 ): Promise<{ allow: boolean; reason: string }> {
   const ttl = Number(values.ttl);
-  const requestId = `${input.session_id}:${input.tool_use_id}`.slice(0, 200);
+  const requestId = `${values.agent}:${input.session_id}:${input.tool_use_id}`.slice(0, 200);
   const deadline = Date.now() + (ttl + 120) * 1000;
   const wait = Math.min(MAX_WAIT_SECONDS, ttl + 60);
   const asked = await socket.post(`/approvals?wait=${wait}`, {
@@ -140,8 +121,6 @@ async function ask(
     return { allow: false, reason: "The approval this command needs got no decision in time." };
   }
   if (decision.decision === "approved") {
-    await Deno.mkdir(`${values.state}/approved`, { recursive: true });
-    await Deno.writeTextFile(approvedFile, JSON.stringify({ approval_id: decision.approval_id }));
     return { allow: true, reason: "A person approved this command." };
   }
   const why = decision.decision === "rejected"

@@ -19,21 +19,24 @@
  * command's arguments, not the redirection's.
  *
  * Each simple command is read as bash runs it: quotes and escapes removed, assignments, wrappers
- * (`env`, `command`, `sudo`, `nice`, `timeout`, `nohup`, `time`, `exec`, `builtin`, … each with its
- * own options) and git's global options (`-C <dir>`, `-c <key>=<value>`, `--git-dir` …) read, and
- * the scripts of `bash -c`, a here-document or here-string fed to a shell, `find -exec`,
- * `git submodule foreach`, `git rebase -x`, `watch`, `ssh`, `su -c` read in turn. The globs are
+ * (`env`, `command`, `sudo`, `nice`, `timeout`, `nohup`, `time`, `exec`, `builtin`, `strace`, …
+ * each with its own options) and git's global options (`-C <dir>`, `-c <key>=<value>`,
+ * `--git-dir` …) read, and the scripts of `bash -c`, a here-document or here-string fed to a shell,
+ * `find -exec`, `trap`, `git submodule foreach`, `git rebase -x`, `watch`, `ssh`, `su -c`,
+ * `script -c`, `npx -c` read in turn. The globs are
  * matched against each simple command as written (quotes removed) and as normalised (wrappers and
  * git's global options gone), so `git  reset --hard`, `cd . && git reset --hard` and
  * `git -C . reset --hard` all match `git reset --hard*`.
  *
  * What cannot be read is held: a shell function or alias defined in the command, `xargs` (but for
- * programs that run nothing else, like `grep`), `source`/`.`, `eval`, process substitution,
- * `coproc`, code handed to an interpreter (`python -c`, `perl -e`, `node -e`, `ruby -e`, `awk`
- * that runs programs), a shell reading commands from a pipe or a variable, a command name or git
- * subcommand that comes from an expansion or a pattern, git configuration set by the command
- * (`git config` with another git command, `GIT_CONFIG_*` variables, `git -c alias.*`), and a line
- * that does not parse. These rules remain guard rails for a cooperating agent (contract §11a): a
+ * programs that run nothing else, like `grep`) and `parallel`, `source`/`.`, `eval`, process
+ * substitution, `coproc`, code handed to an interpreter (`python -c`, `perl -e`, `node -e`,
+ * `ruby -e`, `deno eval`, code on its input, `awk` that runs programs), a shell reading commands
+ * from a pipe or a variable, a command name or git subcommand that comes from an expansion or a
+ * pattern, `git push` given arguments from an expansion (they may be `-f`), git configuration set
+ * by the command (`git config` with another git command, `GIT_CONFIG_*` variables,
+ * `git -c alias.*`), and a line that does not parse. Other arguments from an expansion are read as
+ * written: a glob may miss `git reset $MODE`. These rules remain guard rails for a cooperating agent (contract §11a): a
  * session can always write a script file and run it; the boundary is the session's isolation.
  */
 // @ts-types="npm:@types/picomatch@4.0.3"
@@ -466,6 +469,19 @@ const WRAPPERS = new Map<string, Wrapper>([
     operands: Infinity,
     scriptOnly: true,
   }],
+  ["sg", { script: ["-c"], operands: Infinity, scriptOnly: true }],
+  // util-linux `script -c <command> [file]`.
+  ["script", {
+    short: "EIOBT",
+    long: ["--echo", "--log-in", "--log-out", "--log-io", "--log-timing", "--logging-format"],
+    script: ["-c", "--command"],
+    operands: Infinity,
+    scriptOnly: true,
+  }],
+  ["npx", { script: ["-c", "--call"], operands: Infinity, scriptOnly: true }],
+  ["strace", { short: "abeEIoOpPsSuUX", operands: 0 }],
+  ["ltrace", { short: "aAeEnoOpsSu", operands: 0 }],
+  ["xvfb-run", { short: "efnpsw" }],
 ]);
 
 /** A simple command's words (assignments first, then the command and its arguments). */
@@ -510,7 +526,11 @@ function readProgram(name: string, args: Word[], stdin: Stdin | undefined, readi
   } else if (name === "alias") held(`it defines an alias (\`${clip(show(args))}\`)`);
   else if (name === "coproc") held("it starts a coprocess (`coproc`)");
   else if (name === "xargs") readXargs(args, reading);
-  else if (name === "trap") {
+  else if (name === "parallel") {
+    held(`\`parallel\` runs commands built from its arguments and input`);
+  } else if (name === "npm" && args[0]?.text === "exec") {
+    readWrapper(WRAPPERS.get("npx")!, args.slice(1), stdin, reading);
+  } else if (name === "trap") {
     const action = args.find((w) => !w.text.startsWith("-"));
     if (action) readScriptWord(action, `trap`, reading);
   } else if (name === "find") readFind(args, reading);
@@ -790,7 +810,18 @@ function readGit(args: Word[], config: GitConfig, reading: Reading): void {
   const name = subcommand.text;
   if (name === "config") return readGitConfig(rest, reading);
   reading.gitCommands++;
-  if (name === "push") return readPush(rest, config, reading.found);
+  if (name === "push") {
+    // An option or a refspec from a variable may be `-f` or `+main`.
+    const expanded = rest.filter((w) => w.expanded);
+    if (expanded.length > 0) {
+      reading.unreadable.add(
+        `\`git push\` is given arguments from a variable or a substitution (\`${
+          clip(show(expanded))
+        }\`)`,
+      );
+    }
+    return readPush(rest, config, reading.found);
+  }
   if (name === "submodule") {
     const foreach = rest.findIndex((w) => w.text === "foreach");
     if (foreach >= 0) {

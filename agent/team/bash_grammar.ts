@@ -2,7 +2,7 @@
  * The WASM files of the shell parser the approval rules read commands with (tree-sitter's runtime
  * and its bash grammar, both from npm, see approval_rules.ts for why this parser). The runner runs
  * from source with the project's configuration and reads them from its module cache; the approval
- * hook, bundled for the session's user (session_user.ts), cannot, so the runner writes them where
+ * hook, bundled for the sessions' users (hook_bundle.ts), cannot, so the runner writes them where
  * the hook reads them (shell_parser.ts). Imported as bytes (Deno's `raw-imports`, deno.json), they
  * stay out of the hook's bundle, which would otherwise carry them base64-encoded and start slower.
  */

@@ -14,8 +14,14 @@
  * Its usage is read from the stream as it goes, so a session cut before its result still reports
  * what it spent; a result's `modelUsage` (every model the session used, cache tokens included)
  * is the account when there is one.
+ *
+ * A spend limit ends the session at the first request it refuses (contract §11a): the CLI would
+ * retry that 429 with backoff for minutes (it stops only when the service says
+ * `x-should-retry: false`), and its retry events do not tell it from a rate limit, so the runner
+ * reads the CLI's debug output (`--debug-to-stderr`), where each refused request is a line with
+ * the service's answer. Any other 429 is retried by the CLI as before.
  */
-import { type FailureKind, sessionFailure } from "./session_failure.ts";
+import { type FailureKind, sessionFailure, spendLimitAnswer } from "./session_failure.ts";
 import { SessionInbox } from "./session_inbox.ts";
 
 export const ALLOWED_TOOLS = ["Bash", "Read", "Edit", "Write", "Glob", "Grep", "LS"];
@@ -110,6 +116,8 @@ export function sessionArgs(spec: SessionSpec, sessionId: string): string[] {
     "--output-format",
     "stream-json",
     "--verbose",
+    // Each refused model request with the service's answer, on stderr (a spend limit, above).
+    "--debug-to-stderr",
     ...(spec.resume ? ["--resume", spec.resume] : ["--session-id", sessionId]),
     "--model",
     spec.model,
@@ -153,17 +161,19 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
   const interrupt = (why: string) => {
     if (cut) return;
     cut = why;
-    // SIGINT: the CLI stops its tools, prints its result (usage and cost so far) and exits;
-    // SIGTERM would print nothing.
-    signal(child, "SIGINT");
-    setTimeout(() => signal(child, "SIGKILL"), KILL_AFTER_MS);
+    stop(child);
   };
   const onAbort = () => interrupt("interrupted");
   if (spec.signal.aborted) onAbort();
   spec.signal.addEventListener("abort", onAbort, { once: true });
   const timer = setTimeout(() => interrupt("timeout"), spec.timeoutMs);
   const stream = new StreamAccount(spec.onEvent, inbox);
-  const stderr = new Response(child.stderr).text();
+  let spendLimit: string | undefined;
+  const stderr = readStderr(child.stderr, (line) => {
+    if (spendLimit) return;
+    spendLimit = spendLimitAnswer(line);
+    if (spendLimit) stop(child);
+  });
   let status: Deno.CommandStatus;
   try {
     await stream.read(child.stdout);
@@ -186,6 +196,7 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
     cost_usd: result?.total_cost_usd ?? 0,
     turns: result?.num_turns ?? stream.turns,
   };
+  if (spendLimit) return { ...base, ...failed(spendLimit, status, spec.model) };
   if (cut) {
     return {
       ...base,
@@ -214,22 +225,50 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
   const said = result?.result || result?.subtype || (await stderr).trim().slice(-ERROR_TAIL) ||
     `The CLI exited with ${status.code}`;
   // The service's own words first: a spend limit is a 429 whose code only the result carries.
-  const failure = sessionFailure(
-    [
-      result?.api_error_code,
-      result?.api_error_type,
-      result?.api_error_status ? `API Error: ${result.api_error_status}` : undefined,
-      said,
-    ].filter(Boolean).join(" "),
-    spec.model,
-  );
+  const words = [
+    result?.api_error_code,
+    result?.api_error_type,
+    result?.api_error_status ? `API Error: ${result.api_error_status}` : undefined,
+  ].filter(Boolean).join(" ");
+  return { ...base, ...failed(said, status, spec.model, words) };
+}
+
+/** A failed session's end: what went wrong, with the sentence saying what to do when there is one. */
+function failed(said: string, status: Deno.CommandStatus, model: string, words = "") {
+  const failure = sessionFailure(words ? `${words} ${said}` : said, model);
   return {
-    ...base,
-    end: "failed",
+    end: "failed" as const,
     exit_status: String(status.code),
     text: failure.advice ? `${failure.advice} (${said.slice(0, ERROR_TAIL)})` : said,
     failure: failure.kind,
   };
+}
+
+/** The CLI's debug lines: `<time> [LEVEL] …`. */
+const DEBUG_LINE = /^\d{4}-\d{2}-\d{2}T\S+ \[(DEBUG|INFO|WARN|ERROR)\] /;
+
+/**
+ * The CLI's stderr, line by line as it comes (each one to `onLine`); answers the tail of what it
+ * said besides its debug lines, which is what a session without a result failed with.
+ */
+async function readStderr(
+  stderr: ReadableStream<Uint8Array>,
+  onLine: (line: string) => void,
+): Promise<string> {
+  let tail = "";
+  let pending = "";
+  const take = (line: string) => {
+    onLine(line);
+    if (!DEBUG_LINE.test(line)) tail = `${tail}${line}\n`.slice(-ERROR_TAIL);
+  };
+  for await (const chunk of stderr.pipeThrough(new TextDecoderStream())) {
+    pending += chunk;
+    const lines = pending.split("\n");
+    pending = lines.pop()!;
+    lines.forEach(take);
+  }
+  if (pending) take(pending);
+  return tail;
 }
 
 /** Input counts every token the model processed, cached or not (contract §11a). */
@@ -311,6 +350,16 @@ class StreamAccount {
       if (event.message.usage) this.#messages.set(event.message.id, event.message.usage);
     }
   }
+}
+
+/**
+ * SIGINT: the CLI stops its tools, prints its result (usage and cost so far) and exits; SIGTERM
+ * would print nothing. SIGKILL if it has not gone after KILL_AFTER_MS.
+ */
+function stop(child: Deno.ChildProcess): void {
+  signal(child, "SIGINT");
+  const kill = setTimeout(() => signal(child, "SIGKILL"), KILL_AFTER_MS);
+  child.status.finally(() => clearTimeout(kill));
 }
 
 function signal(child: Deno.ChildProcess, name: Deno.Signal): void {

@@ -4,7 +4,7 @@
  * turns into a pull request (`pull_request`): the runner pushes that branch only, never forced and
  * never the base, and reports it on `/pull-requests`.
  */
-import type { Manifest } from "./team_runner.ts";
+import type { Manifest } from "./types.ts";
 import type { Task } from "./task_board.ts";
 
 export type Delivery = NonNullable<Manifest["delivery"]>;

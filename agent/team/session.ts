@@ -6,19 +6,22 @@ import { resolve } from "node:path";
 import { quote } from "shell-quote";
 import { afterSession } from "./after_session.ts";
 import { deliveryOf, taskBranch } from "./delivery.ts";
-import { AgentClone, gitEnvironment, gitIdentity } from "./agent_clone.ts";
+import { AgentClone } from "./agent_clone.ts";
+import { gitIdentity } from "../git/runner_git.ts";
+import { endProcessesOf } from "../sandbox/processes.ts";
 import { parseApprovalRules } from "./approval_rules.ts";
 import { writeBashGrammar } from "./bash_grammar.ts";
+import { ApprovalAcks } from "./approval_acks.ts";
 import { runSession } from "./claude_session.ts";
 import { StepReporter, stepsOf } from "./session_steps.ts";
-import { handOver, type SessionIsolation } from "./session_user.ts";
+import { asUser, handOver, type SessionIsolation } from "../sandbox/session_users.ts";
 import type { SessionInbox } from "./session_inbox.ts";
 import { messageToBoard } from "./intake.ts";
 import { systemPrompt, taskPrompt } from "./prompts.ts";
 import type { RosterAgent } from "./roster.ts";
 import type { Task } from "./task_board.ts";
-import type { AgentState, Team } from "./team_context.ts";
-import type { TeamRunnerOptions } from "./team_runner.ts";
+import type { Team } from "./team_context.ts";
+import type { AgentState, TeamRunnerOptions } from "./types.ts";
 
 const HOOK = new URL("./approval_hook.ts", import.meta.url).pathname;
 const DENO_CONFIG = new URL("../../deno.json", import.meta.url).pathname;
@@ -37,6 +40,9 @@ export async function runTask(
   const secrets = manifest?.secrets ?? {};
   const home = `${team.agentsDir}/${agent.name}`;
   const isolation = team.isolation();
+  // The agent's own user (§19); nothing of its last session may still run when the clone is used.
+  const user = isolation ? await isolation.userOf(agent.name) : undefined;
+  if (user) await endProcessesOf(user.uid);
   const base = manifest?.repository?.branch ?? "main";
   const remote = manifest?.repository?.url;
   // Delivered as pull requests: the task works on a branch of its own, started from the base.
@@ -52,12 +58,13 @@ export async function runTask(
   const token = manifest?.repository?.credentials?.password ?? secrets.GIT_TOKEN;
   const clone = new AgentClone({
     dir: `${home}/repo`,
+    gitDir: `${home}/runner.git`,
     agent: agent.name,
     remote,
     branch,
     ...(ownBranch ? { base } : {}),
-    env: { ...baseEnv(home), ...gitEnvironment(agent.name, { GIT_TOKEN: token ?? "" }, remote) },
     ...(token ? { token } : {}),
+    session: { runAs: user ? asUser(user) : [], home: `${home}/home` },
   });
   await Deno.mkdir(`${home}/home`, { recursive: true });
   await Deno.mkdir(`${home}/tmp`, { recursive: true });
@@ -89,15 +96,18 @@ export async function runTask(
   }
   const before = await clone.head();
   const coordination = (await team.persona("COORDINATION.md")) ?? "";
+  // The socket the session's hook asks for approvals on: that agent's approvals only (§19).
+  const socket = await team.sessionSocket(agent.name, user);
   const settingsFile = await sessionSettings(
     team.options,
-    agent.name,
-    home,
+    { agent: agent.name, home, socket },
     coordination,
     isolation,
   );
-  // The session's own user gets what the session works in (the runner's git wrote as root).
-  if (isolation) await handOver(isolation.user, clone.dir, `${home}/home`, `${home}/tmp`);
+  // The session's own user gets what the session works in (the runner's git wrote as root), and
+  // its own repository shows the runner's.
+  if (user) await handOver(user, clone.dir, `${home}/home`, `${home}/tmp`);
+  await clone.handToSession();
   await team.reports.post("/audit", {
     events: [{
       agent: agent.name,
@@ -119,15 +129,17 @@ export async function runTask(
     resume ? task.resume_steps ?? 0 : 0,
   );
   const soul = (await team.persona("SOUL.md")) ?? "";
+  const acks = new ApprovalAcks(agent.name, team.reports);
   const run = (resumed: string | undefined, prompt: string) =>
     runSession({
       ...(resumed ? { resume: resumed } : { sessionId }),
       inbox,
       onEvent: (event) => {
         for (const step of stepsOf(event, toolNames)) steps.add(step);
+        acks.see(event);
       },
       claude: isolation?.claude ?? team.options.claude,
-      ...(isolation ? { runAs: isolation.prefix } : {}),
+      ...(user ? { runAs: asUser(user) } : {}),
       cwd: clone.dir,
       prompt,
       systemPrompt: systemPrompt(agent, team.roster(), {
@@ -136,7 +148,7 @@ export async function runTask(
       }),
       model: agent.model,
       fallbackModel: agent.fallbackModel,
-      env: sessionEnv(team.options, agent.name, home, secrets, isolation !== undefined),
+      env: sessionEnv(team.options, agent.name, home, secrets, isolation !== undefined, socket),
       settingsFile,
       timeoutMs: team.options.sessionTimeoutMs,
       maxTurns: team.options.maxTurns,
@@ -153,7 +165,11 @@ export async function runTask(
       history ? `Earlier on this task you were asked:\n${history}\n\n${prompt}` : prompt,
     );
   }
+  // The session ends with its processes (§19): none may write the clone while the runner uses it.
+  if (user) await endProcessesOf(user.uid);
+  await clone.takeSessionCommits();
   await steps.close();
+  await acks.close();
   // A message the session never took (it ended at that moment) is the agent's next task.
   for (const message of inbox.untaken()) await messageToBoard(team, agent.name, message);
   // A resumed session's cost is the whole session's: this run spent what it added.
@@ -177,8 +193,7 @@ export async function runTask(
 /** The session's settings: the approval hook on every Bash command, with this session's rules. */
 async function sessionSettings(
   o: TeamRunnerOptions,
-  agent: string,
-  home: string,
+  { agent, home, socket }: { agent: string; home: string; socket: string },
   coordination: string,
   isolation: SessionIsolation | undefined,
 ): Promise<string> {
@@ -189,8 +204,7 @@ async function sessionSettings(
     hooks: approvalHooks(o, isolation, {
       rules: quote([rulesFile]),
       agent: quote([agent]),
-      // Run as the session's own user, the hook keeps what it remembers in that user's home.
-      state: quote([hookStateOf(o, home, isolation)]),
+      socket: quote([socket]),
     }),
   };
   const file = `${home}/session-settings.json`;
@@ -198,57 +212,49 @@ async function sessionSettings(
   return file;
 }
 
-function hookStateOf(o: TeamRunnerOptions, home: string, isolation?: SessionIsolation): string {
-  return isolation ? `${home}/home/.approvals` : `${o.stateDir}/hooks`;
-}
-
 /**
  * Where the hook run from source reads the shell parser's WASM (the bundled hook reads it beside
- * itself, session_user.ts).
+ * itself, hook_bundle.ts).
  */
 function grammarDir(o: TeamRunnerOptions): string {
   return `${o.stateDir}/grammar`;
 }
 
 /**
- * The approval hook on PreToolUse, PostToolUse and PostToolUseFailure for Bash. `at` holds shell
- * words for its rules file, agent and state directory: quoted values for one session's settings,
- * or references to the session's environment for the VM image's managed settings, which hold one
- * hook for every agent.
+ * The approval hook on PreToolUse for Bash (what an approved command did, the runner reports from
+ * the stream: approval_acks.ts). `at` holds shell words for its rules file, agent and session
+ * socket: quoted values for one session's settings, or references to the session's
+ * environment for the VM image's managed settings, which hold one hook for every agent.
  */
 function approvalHooks(
   o: TeamRunnerOptions,
   isolation: SessionIsolation | undefined,
-  at: { rules: string; agent: string; state: string },
+  at: { rules: string; agent: string; socket: string },
 ) {
   const deno = [
     quote([Deno.execPath(), "run", "--quiet", "--no-prompt", "--allow-read"]),
-    // Its own state, and the socket (connecting to a Unix socket is writing to it).
-    `--allow-write=${at.state},${quote([o.socketPath])}`,
-    // The agent's socket only: fetch's host (vm-agent) and the Unix socket it goes through.
-    quote([`--allow-net=vm-agent,unix:${o.socketPath}`]),
+    // The socket (connecting to a Unix socket is writing to it).
+    `--allow-write=${at.socket}`,
+    // The session's socket only: fetch's host (vm-agent) and the Unix socket it goes through.
+    `--allow-net=vm-agent,unix:${at.socket}`,
     quote(isolation ? ["--no-config", isolation.hook] : ["--config", DENO_CONFIG, HOOK]),
   ].join(" ");
   const flags = [
-    quote(["--socket", o.socketPath]),
+    `--socket ${at.socket}`,
     ...(isolation ? [] : [quote(["--grammar", grammarDir(o)])]),
-    `--rules ${at.rules} --agent ${at.agent} --state ${at.state}`,
+    `--rules ${at.rules} --agent ${at.agent}`,
     quote(["--ttl", String(o.approvalTtlSeconds)]),
   ].join(" ");
   // The hook waits as long as the approval lives: its own timeout must not cut it short.
   const hook = (event: string) =>
     failClosed(`${deno} ${event} ${flags}`, o.approvalTtlSeconds + 300);
-  return {
-    PreToolUse: [{ matcher: "Bash", hooks: [hook("pre")] }],
-    PostToolUse: [{ matcher: "Bash", hooks: [hook("post")] }],
-    PostToolUseFailure: [{ matcher: "Bash", hooks: [hook("post-failure")] }],
-  };
+  return { PreToolUse: [{ matcher: "Bash", hooks: [hook("pre")] }] };
 }
 
 /**
  * The VM image's managed settings (contract §11a): a root-owned file the CLI reads before any
  * other (`/etc/claude-code/managed-settings.json`), holding the approval hooks for every session
- * (their rules, agent and state from the session's environment) and `allowManagedHooksOnly`, so
+ * (their rules, agent and socket from the session's environment) and `allowManagedHooksOnly`, so
  * no other settings can add, change or remove a hook. Written by the runner at its start when
  * AGENT_MANAGED_SETTINGS names the file (the VM unit does; never locally).
  */
@@ -263,7 +269,7 @@ export async function writeManagedSettings(
     hooks: approvalHooks(o, isolation, {
       rules: '"$VM_AGENT_APPROVAL_RULES"',
       agent: '"$VM_AGENT_NAME"',
-      state: '"$VM_AGENT_HOOK_STATE"',
+      socket: '"$VM_AGENT_SOCKET"',
     }),
   };
   await Deno.mkdir(resolve(file, ".."), { recursive: true, mode: 0o755 });
@@ -297,6 +303,7 @@ export function sessionEnv(
   home: string,
   secrets: Record<string, string>,
   ownUser = false,
+  socket: string | undefined = o.socketPath,
 ): Record<string, string> {
   const { GIT_TOKEN: _runnersOnly, ...projectSecrets } = secrets;
   const apiKey = secrets.ANTHROPIC_API_KEY ?? o.apiKey;
@@ -308,7 +315,7 @@ export function sessionEnv(
     // children, with the CLI's environment, which nothing the session runs can change.
     VM_AGENT_APPROVAL_RULES: `${home}/approval-rules.json`,
     VM_AGENT_NAME: agent,
-    VM_AGENT_HOOK_STATE: ownUser ? `${home}/home/.approvals` : `${o.stateDir}/hooks`,
+    ...(socket ? { VM_AGENT_SOCKET: socket } : {}),
     ...projectSecrets,
     ...gitIdentity(agent),
     CLAUDE_CONFIG_DIR: `${home}/home/.claude`,

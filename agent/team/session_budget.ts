@@ -5,7 +5,7 @@
  * VM's own sessions spent since then is counted here, so the figure stays current between
  * fetches. A new month starts from the whole budget.
  */
-import type { Manifest } from "./team_runner.ts";
+import type { Manifest } from "./types.ts";
 
 export class SessionBudget {
   #manifest: Manifest | undefined;

@@ -48,3 +48,16 @@ export function sessionFailure(
   }
   return { kind: "other" };
 }
+
+/**
+ * The CLI's debug line for a model request the service answered with a spend limit (its debug
+ * output on stderr, `--debug-to-stderr`): `<time> [ERROR] API error (attempt n/m): 429 … {body}`
+ * whose body names the limit. The CLI retries such an answer with backoff for minutes unless the
+ * service said `x-should-retry: false`; the runner ends the session at the first one instead.
+ * Answers the service's words (the line without its time), or undefined for any other line.
+ */
+export function spendLimitAnswer(line: string): string | undefined {
+  const api = /^\S+ \[ERROR\] (API error \(attempt \d+\/\d+\): 429\b.*)$/.exec(line);
+  if (!api || !/"error_code":"(enforced|contract)_spend_limit_reached"/.test(api[1]!)) return;
+  return api[1];
+}

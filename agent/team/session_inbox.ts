@@ -44,9 +44,11 @@ export class SessionInbox {
   /** Writes a message into the running session; false when it takes no more input. */
   async send(message: InboxMessage): Promise<boolean> {
     if (!this.#open) return false;
-    // A message for a session waiting after an interrupt: it goes on.
+    // A message for a session waiting after an interrupt: it goes on, and ends as usual once it
+    // answered (the wait was for this message).
     clearTimeout(this.#idle);
     this.interrupted = false;
+    this.#holdMs = 0;
     try {
       await this.#write(message);
       return true;
@@ -73,26 +75,32 @@ export class SessionInbox {
       request_id: crypto.randomUUID(),
       request: { subtype: "interrupt" },
     };
+    // Holding before the request is written: the turn may end before the write returns. A
+    // message already written and not yet taken is the next message: no wait for another.
+    this.#holdMs = this.untaken().length ? 0 : holdMs;
+    this.interrupted = true;
     try {
       await this.#writer!.write(new TextEncoder().encode(`${JSON.stringify(request)}\n`));
-      this.#holdMs = holdMs;
-      this.interrupted = true;
       return true;
     } catch {
+      this.#holdMs = 0;
+      this.interrupted = false;
       return false;
     }
   }
 
   /**
    * A turn ended: with nothing written that the session has not taken, its input closes — at
-   * once, or after the wait an interrupt asked for.
+   * once, or, after an interrupt, once no message came for the wait it asked for. Every turn that
+   * ends before that message keeps the session waiting: the CLI may take a turn of its own after
+   * the interrupt (the stopped command's notification), and the person's correction must still
+   * find the session open.
    */
   async turnEnded(): Promise<void> {
     if (this.#taken < this.#written.length) return;
     if (this.#holdMs > 0) {
       clearTimeout(this.#idle);
       this.#idle = setTimeout(() => this.close(), this.#holdMs);
-      this.#holdMs = 0;
     } else {
       await this.close();
     }

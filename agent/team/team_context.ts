@@ -1,14 +1,14 @@
 /**
  * What the team runner's parts share (team_runner.ts wires them): the runner's options, board,
- * reports and roster, and each agent's state as the health report declares it.
+ * reports and roster (the types under them are in types.ts).
  */
 import type { RosterAgent } from "./roster.ts";
 import type { SessionBudget } from "./session_budget.ts";
 import type { SessionInbox } from "./session_inbox.ts";
-import type { SessionIsolation } from "./session_user.ts";
+import type { SessionIsolation, SessionUser } from "../sandbox/session_users.ts";
 import type { TaskBoard } from "./task_board.ts";
 import type { TeamReports } from "./team_reports.ts";
-import type { TeamRunnerOptions } from "./team_runner.ts";
+import type { TeamRunnerOptions } from "./types.ts";
 
 export interface Team {
   readonly options: TeamRunnerOptions;
@@ -24,16 +24,13 @@ export interface Team {
   readonly agentsDir: string;
   /** Sessions as their own Unix user (contract §11a), when the runner runs as root. */
   isolation(): SessionIsolation | undefined;
+  /**
+   * The agent's session socket (its approvals only, contract §19), served at its first session and
+   * given to the agent's session user.
+   */
+  sessionSocket(agent: string, user: SessionUser | undefined): Promise<string>;
   /** The input of the agent's running session, undefined when it has none (contract §17). */
   inboxOf(agent: string): SessionInbox | undefined;
   /** A file of `<workspace>/persona/`, undefined while the project has not saved it. */
   persona(name: string): Promise<string | undefined>;
-}
-
-export interface AgentState {
-  status: "active" | "idle" | "error";
-  task?: string;
-  error?: string;
-  lastActivity: string;
-  session?: { abort: AbortController; done: Promise<void>; taskId: string; inbox: SessionInbox };
 }

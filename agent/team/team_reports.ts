@@ -7,8 +7,7 @@ import type { DeclaredAgents } from "../../supabase/functions/_contract/reporter
 import type { PublishResult } from "./agent_clone.ts";
 import type { SessionOutcome } from "./claude_session.ts";
 import type { RosterAgent } from "./roster.ts";
-import type { AgentState } from "./team_context.ts";
-import type { TeamRunnerOptions } from "./team_runner.ts";
+import type { AgentState, TeamRunnerOptions } from "./types.ts";
 
 type ReportOptions = Pick<TeamRunnerOptions, "socketPath" | "manifest" | "log">;
 
@@ -34,6 +33,14 @@ export class TeamReports {
         error: answer.body?.error,
       });
     }
+  }
+
+  /** The decision on an approval asked under `requestId`, when there is one. */
+  async decision(
+    requestId: string,
+  ): Promise<{ approval_id: string; decision: string } | undefined> {
+    const answer = await this.#socket.get(`/approvals/${encodeURIComponent(requestId)}`);
+    return answer.status === 200 ? answer.body : undefined;
   }
 
   /** The CLI's own numbers for one session. */

@@ -14,45 +14,21 @@
 import { resolve } from "node:path";
 import type { AgentHook, CommandOutcome } from "../command_handlers.ts";
 import { Alarm } from "../alarm.ts";
-import type { manifest, ResponseOf } from "../../supabase/functions/_contract/reporter.ts";
 import { intake } from "./intake.ts";
 import { DEFAULT_AGENTS_MD, parseRoster, type RosterAgent } from "./roster.ts";
 import { runTask, writeManagedSettings } from "./session.ts";
 import { SessionBudget } from "./session_budget.ts";
 import { SessionInbox } from "./session_inbox.ts";
 import {
-  ensureSessionUser,
   lockStateForSessions,
   prepareIsolation,
   type SessionIsolation,
-} from "./session_user.ts";
+  type SessionUser,
+} from "../sandbox/session_users.ts";
 import { type Task, TaskBoard, title } from "./task_board.ts";
-import type { AgentState, Team } from "./team_context.ts";
+import type { Team } from "./team_context.ts";
 import { TeamReports } from "./team_reports.ts";
-import type { TeamSettings } from "./team_settings.ts";
-
-/** What the platform says the team works on (the reporter's /manifest). */
-export type Manifest = ResponseOf<typeof manifest>;
-
-/** The team's settings (team_settings.ts: the model endpoint and key, models, session guards). */
-export interface TeamRunnerOptions extends TeamSettings {
-  /**
-   * Where each agent's clone, home and temporary directory are (`<agentsDir>/<name>/`); default
-   * `<workspace>/agents`. With sessions as their own user, every directory above it must be
-   * passable by that user.
-   */
-  agentsDir?: string;
-  workspace: string;
-  stateDir: string;
-  socketPath: string;
-  /** The Claude Code CLI binary. */
-  claude: string;
-  manifest(): Manifest | undefined;
-  cycleMs: number;
-  /** How long an approval a session asks for lives (expires_in_seconds). */
-  approvalTtlSeconds: number;
-  log(level: "info" | "warn" | "error", message: string, fields?: Record<string, unknown>): void;
-}
+import type { AgentState, TeamRunnerOptions } from "./types.ts";
 
 export class TeamRunner {
   readonly #o: TeamRunnerOptions;
@@ -66,6 +42,7 @@ export class TeamRunner {
   readonly #team: Team;
   #roster: RosterAgent[] = [];
   #isolation: SessionIsolation | undefined;
+  readonly #sessionSocketsServed = new Map<string, Promise<string>>();
   #loop: Promise<void> = Promise.resolve();
 
   constructor(given: TeamRunnerOptions) {
@@ -89,16 +66,20 @@ export class TeamRunner {
       inboxOf: (agent) => this.#agents.get(agent)?.session?.inbox,
       agentsDir: this.#agentsDir,
       isolation: () => this.#isolation,
+      sessionSocket: (agent, user) => this.#sessionSocket(agent, user),
       persona: (name) => this.#persona(name),
     };
   }
 
   /** Tasks a session was running when the VM went down are drifted; then the loop starts. */
   async start(): Promise<void> {
-    if (this.#o.sessionUser) {
-      const user = await ensureSessionUser(this.#o.sessionUser);
-      this.#isolation = await prepareIsolation(user, this.#o.claude, `${this.#agentsDir}/.runner`);
-      await lockStateForSessions(this.#o.stateDir, this.#o.socketPath);
+    if (this.#o.sessionUserPrefix) {
+      this.#isolation = await prepareIsolation(
+        this.#o.sessionUserPrefix,
+        this.#o.claude,
+        `${this.#agentsDir}/.runner`,
+      );
+      await lockStateForSessions(this.#o.stateDir, this.#o.socketPath, this.#sessionSockets);
     }
     if (this.#o.managedSettings) {
       await writeManagedSettings(this.#o, this.#isolation, this.#o.managedSettings);
@@ -249,6 +230,27 @@ export class TeamRunner {
     if (state.status !== "idle") return;
     if (due) state.task = `Retrying "${title(due.text, 80)}" at ${due.not_before}`;
     else delete state.task;
+  }
+
+  #sessionSocket(agent: string, user: SessionUser | undefined): Promise<string> {
+    let served = this.#sessionSocketsServed.get(agent);
+    if (!served) {
+      served = (async () => {
+        const path = `${this.#sessionSockets}/${agent}.sock`;
+        await Deno.mkdir(this.#sessionSockets, { recursive: true, mode: 0o711 });
+        await this.#o.serveSessionSocket(path, agent);
+        if (user) await Deno.chown(path, user.uid, user.gid);
+        return path;
+      })();
+      this.#sessionSocketsServed.set(agent, served);
+      served.catch(() => this.#sessionSocketsServed.delete(agent));
+    }
+    return served;
+  }
+
+  /** Where each agent's session socket is (`<dir>/<agent>.sock`): beside the agent's own. */
+  get #sessionSockets(): string {
+    return this.#o.socketPath.replace(/\.sock$/, "") + ".sessions";
   }
 
   get #agentsDir(): string {

@@ -1,8 +1,11 @@
 /**
  * The team's settings from the VM agent's environment (docs/vm-agent.md): where sessions find
  * their model, which model an agent without a `model:` line uses and which one it falls back to,
- * and how long and how many turns a session may take (contract §11a).
+ * how long and how many turns a session may take (contract §11a), and which Unix users the
+ * sessions run as (§19).
  */
+import { badPrefix, SESSION_USER_PREFIX } from "../sandbox/session_users.ts";
+
 /** Anthropic's current Sonnet (Claude Sonnet 4.5 retires on 2026-11-30). */
 export const DEFAULT_AGENT_MODEL = "claude-sonnet-5-5";
 /** Used while the agent's model is overloaded or unavailable (the CLI's --fallback-model). */
@@ -11,6 +14,8 @@ export const DEFAULT_FALLBACK_MODEL = "claude-haiku-4-5";
 export const DEFAULT_SESSION_TIMEOUT_MINUTES = 60;
 /** A session that takes more turns than this is cut (its task drifted). */
 export const DEFAULT_MAX_TURNS = 200;
+/** Each agent's sessions run as `vm-<agent>` when the agent runs as root (contract §19). */
+export const DEFAULT_SESSION_USER_PREFIX = "vm-";
 /** How long an approval a session asks for lives; the session waits that long at most. */
 export const DEFAULT_APPROVAL_TTL_SECONDS = 1_800;
 
@@ -30,15 +35,21 @@ export interface TeamSettings {
   /** How long an interrupted session waits for the next message before it ends. */
   idleSessionMs: number;
   /**
-   * The Unix user sessions run as when the agent runs as root (AGENT_SESSION_USER, default
-   * `vm-session`; `none` keeps them as the agent's own user); undefined when not root.
+   * When the agent runs as root, each agent's sessions run as a Unix user of its own named
+   * `<prefix><agent>` (AGENT_SESSION_USER_PREFIX, default `vm-`; `none` keeps them as the agent's
+   * own user; agent/sandbox/session_users.ts); undefined when not root.
    */
-  sessionUser?: string;
+  sessionUserPrefix?: string;
   /** Where the runner writes the managed settings (the VM image; AGENT_MANAGED_SETTINGS). */
   managedSettings?: string;
 }
 
-export function teamSettings(env: Record<string, string | undefined>): TeamSettings {
+export function teamSettings(
+  env: Record<string, string | undefined>,
+  root = Deno.uid() === 0,
+): TeamSettings {
+  const prefix = env.AGENT_SESSION_USER_PREFIX || DEFAULT_SESSION_USER_PREFIX;
+  if (prefix !== "none" && !SESSION_USER_PREFIX.test(prefix)) throw new Error(badPrefix(prefix));
   return {
     ...(env.ANTHROPIC_BASE_URL ? { modelBaseUrl: env.ANTHROPIC_BASE_URL } : {}),
     ...(env.ANTHROPIC_API_KEY ? { apiKey: env.ANTHROPIC_API_KEY } : {}),
@@ -51,6 +62,7 @@ export function teamSettings(env: Record<string, string | undefined>): TeamSetti
     retryBaseMs: (positive(env.AGENT_RETRY_BASE_SECONDS, "AGENT_RETRY_BASE_SECONDS") ?? 60) * 1000,
     idleSessionMs: (positive(env.AGENT_IDLE_SESSION_MINUTES, "AGENT_IDLE_SESSION_MINUTES") ?? 10) *
       60_000,
+    ...(root && prefix !== "none" ? { sessionUserPrefix: prefix } : {}),
     ...(env.AGENT_MODEL_MAX_RETRIES
       ? { modelMaxRetries: whole(env.AGENT_MODEL_MAX_RETRIES, "AGENT_MODEL_MAX_RETRIES") }
       : {}),

@@ -6,12 +6,11 @@
 import {
   answered,
   type DashboardClient,
-  DashboardError,
   type GitHubConnection,
   projectStatus,
   type ReadModel,
 } from "../../supabase/client/dashboard.ts";
-import { FunctionsHttpError, type SupabaseClient } from "@supabase/supabase-js";
+import type { SupabaseClient } from "@supabase/supabase-js";
 import type { Tables } from "../../supabase/types/database.ts";
 
 export * from "../../supabase/client/dashboard.ts";
@@ -218,80 +217,72 @@ export async function projectTeamReview(
   );
 }
 
+/** What Settings' environment section reads of the project's row (contract §20). */
+export type EnvironmentSettings = Pick<Project, "system_packages" | "check_command">;
+
+/** The project's environment settings as its row has them now (Settings). */
+export async function projectEnvironmentSettings(
+  client: DashboardClient,
+  projectId: string,
+): Promise<EnvironmentSettings | null> {
+  return answered(
+    await client.from("projects").select("system_packages, check_command").eq("id", projectId)
+      .maybeSingle(),
+  );
+}
+
 // --- The person's GitHub account and the repository's verification (contract §18) ---------------
-//
-// Until §18's contract and migration land in supabase/ (vm-api's `github_authorize` and
-// `github_disconnect`, status's verification fields, `public.github_accounts` in the generated
-// Database type), these are typed here from the contract's text.
 
 /** The signed-in person's GitHub account, as `github_accounts` shows it (their own row only). */
-export interface GitHubAccount {
-  login: string;
-  github_user_id: number;
-  connected_at: string;
-}
+export type GitHubAccount = Pick<
+  Tables<"github_accounts">,
+  "login" | "github_user_id" | "connected_at"
+>;
 
 /** The person's GitHub account, or null when none is connected. */
 export async function githubAccount(
   client: DashboardClient,
   userId: string,
 ): Promise<GitHubAccount | null> {
-  // Not in the generated Database type yet: the untyped builder (as newest() does), typed rows.
   return answered(
-    await (client as SupabaseClient).from("github_accounts")
+    await client.from("github_accounts")
       .select("login, github_user_id, connected_at").eq("user_id", userId).maybeSingle(),
-  ) as GitHubAccount | null;
-}
-
-/** Who proved push access to status's `project.github`, and when; or why no one has. */
-export interface GitHubVerification {
-  verified: boolean;
-  /** The GitHub login whose token showed push access. */
-  verified_by: string | null;
-  verified_at: string | null;
-  /** A sentence: why the project is not verified, and who may verify it. */
-  unverified_reason: string | null;
+  );
 }
 
 /** status's `project.github` when the repository is on GitHub, with its verification. */
-export type GitHubRepository = NonNullable<GitHubConnection> & GitHubVerification;
+export type GitHubRepository = NonNullable<GitHubConnection>;
 
-/** The project's GitHub repository as vm-api `status` says it; null when not on GitHub. */
+/** What status last said of each project's repository, per client (that is, per page). */
+const knownGitHub = new WeakMap<DashboardClient, Map<string, GitHubRepository | null>>();
+
+function known(client: DashboardClient): Map<string, GitHubRepository | null> {
+  let projects = knownGitHub.get(client);
+  if (!projects) knownGitHub.set(client, projects = new Map());
+  return projects;
+}
+
+/** The project's GitHub repository as vm-api `status` says it now; null when not on GitHub. */
 export async function projectGitHub(
   client: DashboardClient,
   projectId: string,
 ): Promise<GitHubRepository | null> {
   const { project } = await projectStatus(client, { project_id: projectId });
-  return project.github as GitHubRepository | null;
+  const github = project.github;
+  known(client).set(projectId, github);
+  return github;
 }
 
-/** vm-api `github_authorize`: GitHub's authorize page, where the person connects their account. */
-export const githubAuthorize = (client: DashboardClient) =>
-  userAction<{ url: string }>(client, "github_authorize");
-
-/** vm-api `github_disconnect`: the platform forgets the person's GitHub account. */
-export const githubDisconnect = (client: DashboardClient) =>
-  userAction<{ disconnected: true }>(client, "github_disconnect");
-
 /**
- * A vm-api action of the person (no project) that the contract does not type yet; refusals as the
- * typed client throws them.
+ * What status last said of the project's repository on this page, asked only the first time:
+ * vm-api is the person's to spend (a few requests a minute), and Settings asks again when it opens.
  */
-async function userAction<T>(client: DashboardClient, action: string): Promise<T> {
-  const { data, error } = await client.functions.invoke<{ data: T }>("vm-api", {
-    body: { action },
-  });
-  if (error instanceof FunctionsHttpError) {
-    const response = error.context as Response;
-    const answer = await response.json().catch(() => ({})) as { error?: string; code?: string };
-    const retryAfter = Number(response.headers.get("retry-after")) || null;
-    throw new DashboardError(
-      response.status,
-      answer.error ?? error.message,
-      answer.code ?? null,
-      retryAfter,
-    );
-  }
-  if (error || !data) throw new DashboardError(0, error?.message ?? "vm-api gave no answer");
-  return data.data;
+export async function knownProjectGitHub(
+  client: DashboardClient,
+  projectId: string,
+): Promise<GitHubRepository | null> {
+  const projects = known(client);
+  return projects.has(projectId)
+    ? projects.get(projectId) ?? null
+    : await projectGitHub(client, projectId);
 }

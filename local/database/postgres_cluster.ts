@@ -54,11 +54,26 @@ export async function findPostgresBin(): Promise<string> {
   );
 }
 
+/** The user PostgreSQL runs as: none of its own unless this process is root (see above). */
+export async function serverUser(): Promise<string | undefined> {
+  return Deno.uid() === 0 ? await unprivilegedUser() : undefined;
+}
+
+/** Whether `user` can pass through `path` (every directory down to it open to it). */
+export async function reachableBy(user: string, path: string): Promise<boolean> {
+  return (await output(["test", "-x", path], user)).success;
+}
+
+/** Whether a server runs on `dataDir` (this process's or another's). */
+export async function isClusterRunning(dataDir: string): Promise<boolean> {
+  return (await runningPort(await findPostgresBin(), dataDir, await serverUser())) !== undefined;
+}
+
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const log = options.log ?? (() => {});
   const bin = await findPostgresBin();
   const dataDir = options.dataDir;
-  const runAs = Deno.uid() === 0 ? await unprivilegedUser() : undefined;
+  const runAs = await serverUser();
 
   await Deno.mkdir(dataDir, { recursive: true });
   if (runAs) {
@@ -66,12 +81,13 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     // A temporary parent is created 0700 by root; the server's user must be able to pass through it.
     await run(["chmod", "o+x", `${dataDir}/..`]);
     // A directory further up may be closed to other users (root's home is 0700): say so in one
-    // sentence rather than let initdb fail with a permission error.
-    if (!(await output(["test", "-x", dataDir], runAs)).success) {
+    // sentence rather than let initdb fail with a permission error. `deno task start` never
+    // meets it: it keeps its cluster elsewhere then (local_database.ts).
+    if (!(await reachableBy(runAs, dataDir))) {
       throw new Error(
         `PostgreSQL refuses to run as root, so it runs as the ${runAs} user, who cannot reach ` +
-          `${dataDir}: a directory above it is closed to other users. Clone the repository ` +
-          `where other users may pass through (under /srv or /home, say), or set DATABASE_URL.`,
+          `${dataDir}: a directory above it is closed to other users. Keep the cluster where ` +
+          `other users may pass through (under /var/tmp, say), or set DATABASE_URL.`,
       );
     }
   }

@@ -15,6 +15,7 @@ import { AgentSocket } from "../../agent/socket_client.ts";
 import { TeamRunner } from "../../agent/team/team_runner.ts";
 import type { TeamSettings } from "../../agent/team/team_settings.ts";
 import { VmAgent } from "../../agent/vm_agent.ts";
+import { removeSessionUsers } from "../../agent/sandbox/session_users.ts";
 import { ensureSampleRepository } from "./sample_repository.ts";
 import { TeamTrafficGenerator } from "./team_traffic.ts";
 import type { Compute } from "../../supabase/functions/_shared/compute/compute.ts";
@@ -164,6 +165,16 @@ class Runner {
     ).finally(onEnd);
   }
 
+  /**
+   * The VMs share this host, so each has session users of its own (contract §19): the prefix
+   * the team's settings give, then the project's first eight hex (`vm-1a2b3c4d-lead`).
+   */
+  get #userPrefix(): string | undefined {
+    const { team } = this.deps;
+    if (team === "traffic" || !team.sessionUserPrefix) return undefined;
+    return `${team.sessionUserPrefix}${this.projectId.replaceAll("-", "").slice(0, 8)}-`;
+  }
+
   /** Ends the runner at once, abandoning a cycle in progress (a VM losing power). */
   async stop(): Promise<void> {
     this.#abort.abort();
@@ -179,6 +190,8 @@ class Runner {
       vm.socket?.close();
       await vm.agent.stop();
       vm = undefined;
+      // The VM's session users go with it: they do not outlive it on the developer's host.
+      if (this.#userPrefix) await removeSessionUsers(this.#userPrefix);
     };
     try {
       while (!this.#abort.signal.aborted) {
@@ -246,6 +259,7 @@ class Runner {
           ...(this.deps.sessionsDir
             ? { agentsDir: `${this.deps.sessionsDir}/${this.projectId}` }
             : {}),
+          ...(this.#userPrefix ? { sessionUserPrefix: this.#userPrefix } : {}),
         }),
     });
     await agent.start();

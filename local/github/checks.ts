@@ -2,14 +2,17 @@
  * Check runs, as a CI (another App, like GitHub Actions) reports them on a commit: a test adds
  * them, the REST API lists them for a ref (`checks/list-for-ref`, the latest run per name unless
  * `filter=all`), and the App hears `check_run` (`created`, or `completed` with its conclusion)
- * and, once every run of the commit's suite has completed, `check_suite` `completed`.
+ * and, once every run of the commit's suite has completed, `check_suite` `completed`. The App
+ * under test creates its own too (`checks/create`, with checks: write: the platform's
+ * `agents / check`), in a suite of its own as GitHub keeps one per App and commit, and hears of
+ * them the same way.
  */
 import type { Context, RepoCall } from "./context.ts";
 import { listRefs, log, resolve } from "./git.ts";
 import { checkRun as checkRunShape, pullRequestMinimal } from "./pull_shapes.ts";
 import { pullRefs } from "./pulls.ts";
-import { githubError, json } from "./responses.ts";
-import { integration, nodeId } from "./shapes.ts";
+import { githubError, json, validationFailed } from "./responses.ts";
+import { type AppInfo, integration, nodeId } from "./shapes.ts";
 import { type CheckRun, type CheckSuite, FAILING_CONCLUSIONS, iso, type Repo } from "./state.ts";
 
 export interface NewCheckRun {
@@ -27,15 +30,17 @@ export interface NewCheckRun {
   output?: { title?: string; summary?: string; text?: string };
 }
 
+/** A check run of the CI's (the test API), or of `app` (the App's `checks/create`). */
 export async function addCheckRun(
   ctx: Context,
   repo: Repo,
   sha: string,
   init: NewCheckRun,
-): Promise<number> {
+  app: AppInfo = ctx.ci,
+): Promise<CheckRun> {
   const headSha = await resolve(repo.dir, sha);
   if (!headSha) throw new Error(`No commit ${sha} in ${repo.fullName}`);
-  const suite = await suiteFor(ctx, repo, headSha);
+  const suite = await suiteFor(ctx, repo, headSha, app);
   const now = Date.now();
   const status = init.status ?? (init.conclusion ? "completed" : "in_progress");
   const run: CheckRun = {
@@ -53,23 +58,87 @@ export async function addCheckRun(
     completedAt: status === "completed" ? now : null,
   };
   ctx.state.checkRuns.push(run);
-  ctx.events.repo("check_run", repo, ctx.ci.bot, {
+  ctx.events.repo("check_run", repo, app.bot, {
     action: status === "completed" ? "completed" : "created",
     check_run: { ...(await shape(ctx, run)), check_suite: await suiteShape(ctx, suite) },
   });
   const runs = ctx.state.checkRuns.filter((r) => r.suite === suite);
   if (status === "completed" && runs.every((r) => r.status === "completed")) {
-    ctx.events.repo("check_suite", repo, ctx.ci.bot, {
+    ctx.events.repo("check_suite", repo, app.bot, {
       action: "completed",
       check_suite: await suiteShape(ctx, suite),
     });
   }
-  return run.id;
+  return run;
 }
 
-async function suiteFor(ctx: Context, repo: Repo, headSha: string): Promise<CheckSuite> {
+/** `POST /repos/{owner}/{repo}/check-runs`: the caller's App reports a check on a commit. */
+export async function createCheckRun(ctx: Context, call: RepoCall): Promise<Response> {
+  const { repo, body, docs } = call;
+  const missing = ["name", "head_sha"].filter((f) => typeof body[f] !== "string" || !body[f]);
+  if (missing.length) {
+    return validationFailed(
+      docs,
+      missing.map((field) => ({ resource: "CheckRun", code: "missing_field", field })),
+    );
+  }
+  const status = body.status ?? "queued";
+  if (!["queued", "in_progress", "completed"].includes(String(status))) {
+    return validationFailed(docs, [{ resource: "CheckRun", field: "status", code: "invalid" }]);
+  }
+  const conclusion = body.conclusion;
+  if (conclusion !== undefined && !CONCLUSIONS.includes(String(conclusion))) {
+    return validationFailed(docs, [{ resource: "CheckRun", field: "conclusion", code: "invalid" }]);
+  }
+  if (status === "completed" && conclusion === undefined) {
+    return githubError(422, "Invalid request.\n\nconclusion wasn't supplied.", docs);
+  }
+  const headSha = await resolve(repo.dir, String(body.head_sha));
+  if (!headSha || headSha !== body.head_sha) {
+    return githubError(422, `No commit found for SHA: ${body.head_sha}`, docs);
+  }
+  const output = body.output as NewCheckRun["output"] | undefined;
+  if (output !== undefined) {
+    const absent = ["title", "summary"].filter((f) =>
+      typeof (output as Record<string, unknown>)?.[f] !== "string"
+    );
+    if (absent.length) {
+      return validationFailed(
+        docs,
+        absent.map((f) => ({ resource: "CheckRun", code: "missing_field", field: `output.${f}` })),
+      );
+    }
+  }
+  const init: NewCheckRun = {
+    name: String(body.name),
+    status: conclusion === undefined ? status as CheckRun["status"] : "completed",
+  };
+  if (conclusion !== undefined) {
+    init.conclusion = conclusion as NonNullable<NewCheckRun["conclusion"]>;
+  }
+  if (output) init.output = output;
+  const run = await addCheckRun(ctx, repo, headSha, init, ctx.app);
+  return json(201, await shape(ctx, run));
+}
+
+const CONCLUSIONS = [
+  "success",
+  "failure",
+  "neutral",
+  "cancelled",
+  "skipped",
+  "timed_out",
+  "action_required",
+];
+
+async function suiteFor(
+  ctx: Context,
+  repo: Repo,
+  headSha: string,
+  app: AppInfo,
+): Promise<CheckSuite> {
   const known = ctx.state.checkRuns.find((r) =>
-    r.suite.repo === repo && r.suite.headSha === headSha
+    r.suite.repo === repo && r.suite.headSha === headSha && r.suite.app === app
   );
   if (known) return known.suite;
   const refs = await listRefs(repo.dir);
@@ -79,6 +148,7 @@ async function suiteFor(ctx: Context, repo: Repo, headSha: string): Promise<Chec
     repo,
     headSha,
     headBranch: branch ? branch[0].slice("refs/heads/".length) : null,
+    app,
   };
 }
 
@@ -99,7 +169,7 @@ async function pullsAt(ctx: Context, repo: Repo, headSha: string) {
 async function shape(ctx: Context, run: CheckRun) {
   return checkRunShape(
     ctx.site,
-    ctx.ci,
+    run.suite.app,
     run,
     await pullsAt(ctx, run.suite.repo, run.suite.headSha),
   );
@@ -127,7 +197,7 @@ async function suiteShape(ctx: Context, suite: CheckSuite) {
     before: null,
     after: suite.headSha,
     pull_requests: await pullsAt(ctx, suite.repo, suite.headSha),
-    app: integration(ctx.site, ctx.ci),
+    app: integration(ctx.site, suite.app),
     created_at: iso(Math.min(...runs.map((r) => r.startedAt))),
     updated_at: iso(Math.max(...runs.map((r) => r.completedAt ?? r.startedAt))),
     latest_check_runs_count: runs.length,

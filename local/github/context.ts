@@ -1,7 +1,6 @@
 /** What every part of the stand-in works with, built once by server.ts. */
 import type { Tokens } from "./app_auth.ts";
 import type { Events } from "./events.ts";
-import type { OAuth } from "./oauth.ts";
 import type { AppInfo, Site } from "./shapes.ts";
 import type { Account, Repo, State } from "./state.ts";
 import type { UserTokens } from "./user_tokens.ts";
@@ -20,6 +19,27 @@ export interface Context {
   oauth: OAuth;
   /** Runs `fn` alone among the changes to this repository's refs (pushes, merges, deletes). */
   serialize<T>(repo: Repo, fn: () => Promise<T>): Promise<T>;
+}
+
+/** The App's OAuth client (oauth.ts): its id and secret, derived from the App's key. */
+export interface OAuthClient {
+  clientId: string;
+  clientSecret: string;
+}
+
+/** A code handed out to a person for the App's client, until it is exchanged or expires. */
+interface Grant {
+  user: Account;
+  clientId: string;
+  redirectUri: string | null;
+  expiresAt: number;
+}
+
+/** The OAuth flow's state (here, not in oauth.ts, so the two import no circle). */
+export interface OAuth {
+  client: OAuthClient;
+  /** Codes handed out and not yet exchanged. */
+  codes: Map<string, Grant>;
 }
 
 /** One queue per repository: a ref change waits for the previous one to finish. */

@@ -19,7 +19,7 @@ import {
   type InstallationToken,
   refuseAppJwt,
 } from "./app_auth.ts";
-import { listCheckRuns } from "./checks.ts";
+import { createCheckRun, listCheckRuns } from "./checks.ts";
 import { createComment, updateComment } from "./comments.ts";
 import type { ApiCall, Context, RepoCall } from "./context.ts";
 import type { Faults } from "./faults.ts";
@@ -66,6 +66,7 @@ const REPO_HANDLERS: Record<RepoOperation, (ctx: Context, call: RepoCall) => Ans
   "reactions/create-for-issue": reactToIssue,
   "reactions/create-for-issue-comment": reactToComment,
   "checks/list-for-ref": listCheckRuns,
+  "checks/create": createCheckRun,
   "git/delete-ref": deleteRef,
 };
 
@@ -87,6 +88,7 @@ const NEEDS: Record<RepoOperation, [string, Permission][]> = {
   "reactions/create-for-issue": [["issues", "write"], ["pull_requests", "write"]],
   "reactions/create-for-issue-comment": [["issues", "write"], ["pull_requests", "write"]],
   "checks/list-for-ref": [["checks", "read"]],
+  "checks/create": [["checks", "write"]],
   "git/delete-ref": [["contents", "write"]],
 };
 
@@ -97,6 +99,7 @@ const PERSON_ACTS: Partial<Record<RepoOperation, keyof typeof ROLE_TO>> = {
   "issues/create-comment": "comment",
   "pulls/create-review": "review",
   "issues/add-labels": "label",
+  "pulls/create": "open",
   "pulls/merge": "merge",
 };
 

@@ -12,17 +12,11 @@
  * The client id (`Iv23li…`) and secret are derived from the App's private key, so an App whose
  * key is kept (the stack keeps it under .local/github) keeps its client too.
  */
-import type { Context } from "./context.ts";
+import type { Context, OAuthClient } from "./context.ts";
 import { authorizePage, errorPage } from "./page_views.ts";
-import type { Account } from "./state.ts";
 import type { TokenPair } from "./user_tokens.ts";
 
 const CODE_MS = 10 * 60 * 1000;
-
-export interface OAuthClient {
-  clientId: string;
-  clientSecret: string;
-}
 
 /** The App's client id and secret: HMAC-SHA256 of the App's private key, as hex. */
 export async function oauthClient(privateKey: string): Promise<OAuthClient> {
@@ -40,19 +34,6 @@ export async function oauthClient(privateKey: string): Promise<OAuthClient> {
     clientId: `Iv23li${(await derive("client id")).slice(0, 14)}`,
     clientSecret: (await derive("client secret")).slice(0, 40),
   };
-}
-
-interface Grant {
-  user: Account;
-  clientId: string;
-  redirectUri: string | null;
-  expiresAt: number;
-}
-
-export interface OAuth {
-  client: OAuthClient;
-  /** Codes handed out and not yet exchanged. */
-  codes: Map<string, Grant>;
 }
 
 const DOCS = "https://docs.github.com/apps/managing-oauth-apps";

@@ -107,7 +107,11 @@ ${
   ].sort((a, b) => a.at - b.at).map((e) => e.html).join("\n");
   const checks = v.checks.map((c) =>
     `<tr><td>${escape(c.name)}</td><td>${escape(c.conclusion ?? c.status)}</td>
-<td>${escape(c.output.title ?? "")}</td><td>${escape(c.output.summary ?? "")}</td></tr>`
+<td>${escape(c.output.title ?? "")}</td><td>${escape(c.output.summary ?? "")}${
+      c.output.text
+        ? `<details><summary>Details</summary><pre>${escape(c.output.text)}</pre></details>`
+        : ""
+    }</td></tr>`
   ).join("\n");
   const commits = v.commits.map((c) =>
     `<tr><td><code>${c.sha.slice(0, 7)}</code></td><td>${

@@ -54,11 +54,16 @@ export function defaultCollaborators(owner: string): Record<string, Role> {
  * The role a person needs to act on a repository they can see, the same on the page and through
  * the REST API with their user token (GitHub's base roles).
  */
-export const ROLE_TO: Record<"read" | "comment" | "review" | "label" | "merge", Role> = {
+export const ROLE_TO: Record<
+  "read" | "comment" | "review" | "label" | "open" | "merge",
+  Role
+> = {
   read: "read",
   comment: "read",
   review: "read",
   label: "triage",
+  // A pull request from a branch of the repository itself: its head was pushed by a writer.
+  open: "write",
   merge: "write",
 };
 

@@ -127,7 +127,8 @@ export async function createPull(ctx: Context, call: RepoCall): Promise<Response
     repo,
     title,
     body: typeof body.body === "string" ? body.body : null,
-    user: ctx.app.bot,
+    // The App (an installation token), or a person who may write (their user token).
+    user: call.actor,
     state: "open",
     labels: [],
     createdAt: now,
@@ -148,7 +149,7 @@ export async function createPull(ctx: Context, call: RepoCall): Promise<Response
   };
   repo.issues.set(issue.number, issue);
   const answer = await pullPayload(ctx, issue);
-  ctx.events.repo("pull_request", repo, ctx.app.bot, {
+  ctx.events.repo("pull_request", repo, call.actor, {
     action: "opened",
     number: issue.number,
     pull_request: answer,

@@ -29,6 +29,7 @@ export type OperationId =
   | "reactions/create-for-issue"
   | "reactions/create-for-issue-comment"
   | "checks/list-for-ref"
+  | "checks/create"
   | "git/delete-ref";
 
 export interface ApiOperation {
@@ -95,6 +96,7 @@ const OPERATIONS: readonly ApiOperation[] = [
     { auth: "token" },
   ),
   op("pulls/create", "POST", `${REPO}/pulls`, "pulls/pulls#create-a-pull-request", {
+    auth: "token",
     creates: true,
   }),
   op("pulls/list", "GET", `${REPO}/pulls`, "pulls/pulls#list-pull-requests"),
@@ -178,6 +180,13 @@ const OPERATIONS: readonly ApiOperation[] = [
     "GET",
     `${REPO}/commits/(?<ref>.+)/check-runs`,
     "checks/runs#list-check-runs-for-a-git-reference",
+  ),
+  op(
+    "checks/create",
+    "POST",
+    `${REPO}/check-runs`,
+    "checks/runs#create-a-check-run",
+    { creates: true },
   ),
   op(
     "git/delete-ref",

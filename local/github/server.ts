@@ -99,7 +99,7 @@ export const DEFAULT_PERMISSIONS: Permissions = {
   contents: "write",
   pull_requests: "write",
   issues: "write",
-  checks: "read",
+  checks: "write",
   metadata: "read",
 };
 
@@ -172,6 +172,16 @@ export interface RepositoryInfo {
   cloneUrl: string;
   /** The bare repository on disk. */
   dir: string;
+}
+
+/** A check run as the stand-in holds it now. */
+export interface CheckRunSnapshot {
+  name: string;
+  /** The slug of the App that made it. */
+  app: string;
+  status: string;
+  conclusion: string | null;
+  output: { title: string | null; summary: string | null; text: string | null };
 }
 
 /** A pull request as the stand-in holds it now. */
@@ -265,6 +275,8 @@ export interface GitHubStandIn extends AsyncDisposable {
     init: { user: string },
   ): Promise<{ sha: string }>;
   addCheckRun(owner: string, repo: string, sha: string, init: NewCheckRun): Promise<number>;
+  /** The check runs of a commit, oldest first, with the App that made each. */
+  checkRuns(owner: string, repo: string, sha: string): CheckRunSnapshot[];
   pulls(owner: string, repo: string): PullSnapshot[];
   /** The reviews of a pull request, oldest first. */
   reviews(owner: string, repo: string, number: number): ReviewSnapshot[];
@@ -517,7 +529,18 @@ export async function startGitHubStandIn(
     merge: (ownerLogin, name, number, init) =>
       mergePull(ctx, repoOf(ownerLogin, name), number, state.account(init.user)),
     addCheckRun: (ownerLogin, name, sha, init) =>
-      addCheckRun(ctx, repoOf(ownerLogin, name), sha, init),
+      addCheckRun(ctx, repoOf(ownerLogin, name), sha, init).then((run) => run.id),
+    checkRuns: (ownerLogin, name, sha) => {
+      const repo = repoOf(ownerLogin, name);
+      return state.checkRuns.filter((r) => r.suite.repo === repo && r.suite.headSha === sha)
+        .map((r) => ({
+          name: r.name,
+          app: r.suite.app.slug,
+          status: r.status,
+          conclusion: r.conclusion,
+          output: r.output,
+        }));
+    },
     pulls: (ownerLogin, name) =>
       [...repoOf(ownerLogin, name).issues.values()].filter((i) => i.pull).map((i) => ({
         number: i.number,

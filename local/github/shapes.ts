@@ -5,7 +5,14 @@
  * API and web origins. Values GitHub computes from things not modelled here (stars, forks,
  * watchers, sizes) are zero; the templated URLs are GitHub's own templates.
  */
-import { type Account, iso, type Label, type Permissions, type Repo } from "./state.ts";
+import {
+  type Account,
+  type AppInfo,
+  iso,
+  type Label,
+  type Permissions,
+  type Repo,
+} from "./state.ts";
 
 /** Where the stand-in answers: the API prefix (`<origin>/api/v3`) and the web origin. */
 export interface Site {
@@ -14,17 +21,7 @@ export interface Site {
 }
 
 /** The App, as the stand-in knows it. */
-export interface AppInfo {
-  id: number;
-  slug: string;
-  name: string;
-  clientId: string;
-  owner: Account;
-  bot: Account;
-  permissions: Permissions;
-  events: string[];
-  createdAt: number;
-}
+export type { AppInfo } from "./state.ts";
 
 /** GitHub's global node ids are opaque strings; these keep GitHub's `<kind>_kwDO…` look. */
 export function nodeId(kind: string, id: number): string {

@@ -132,6 +132,8 @@ export interface CheckSuite {
   repo: Repo;
   headSha: string;
   headBranch: string | null;
+  /** The App whose suite it is (GitHub keeps one per App and commit). */
+  app: AppInfo;
 }
 
 /** Conclusions that fail a commit's checks (what makes `mergeable_state` `unstable`). */
@@ -323,4 +325,17 @@ export function iso(ms: number): string;
 export function iso(ms: number | null): string | null;
 export function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** The App as the stand-in knows it: its identity, its bot, what it may do. */
+export interface AppInfo {
+  id: number;
+  slug: string;
+  name: string;
+  clientId: string;
+  owner: Account;
+  bot: Account;
+  permissions: Permissions;
+  events: string[];
+  createdAt: number;
 }

@@ -89,7 +89,13 @@ export interface SessionSoFar {
 }
 
 /** The failures a marker can select, each answered as Anthropic's API answers it. */
-const FAILURES = ["spend-limit", "rate-limited", "overloaded", "stream-error"] as const;
+const FAILURES = [
+  "spend-limit",
+  "spend-limit-bare",
+  "rate-limited",
+  "overloaded",
+  "stream-error",
+] as const;
 export type FailureKind = typeof FAILURES[number];
 
 /** The stand-in's behaviour as the prompt's markers select it (none: a plain, fast team). */
@@ -120,6 +126,8 @@ export const RETRY_AFTER_SECONDS = 1;
 const RATE_LIMITS = { requests: 50, inputTokens: 30_000, outputTokens: 8_000 };
 const NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 const NO_SUCH_FILE = /does not exist/i;
+/** The line the CLI adds to the conversation where a person interrupted a turn. */
+const INTERRUPTED = /^\s*\[Request interrupted by user[^\]]*\]\s*$/;
 const MARKER = /\[model:([a-z-]+)(?:=(\d+))?\]/g;
 
 /** The answer to one Messages request, given how many requests its session made before. */
@@ -258,6 +266,10 @@ function failure(kind: FailureKind, now: Date): Failure {
         details: { error_code: "enforced_spend_limit_reached" },
       };
     }
+    case "spend-limit-bare":
+      // The same answer without `x-should-retry` (as a gateway may pass it on): the CLI retries
+      // it with backoff, for minutes, unless the runner ends the session.
+      return { ...failure("spend-limit", now), headers: {} };
   }
 }
 
@@ -617,10 +629,13 @@ function currentTurn(
   messages.forEach((message, i) => {
     if (message.role !== "user") return;
     const content = blocks(message.content);
-    if (content.some((b) => b.type === "tool_result")) return;
     const texts = content.filter((b) => b.type === "text" && typeof b.text === "string")
       .map((b) => b.text as string);
-    const spoken = texts.filter((t) => !t.trimStart().startsWith("<system-reminder>"));
+    // A message after an interrupted tool call holds its result, the CLI's interrupt line and
+    // what the person said next: that is a new turn. Results alone (with reminders) are not.
+    const spoken = texts.filter((t) =>
+      !t.trimStart().startsWith("<system-reminder>") && !INTERRUPTED.test(t)
+    );
     if (!spoken.length) return;
     start = i;
     prompt = spoken.at(-1)!;

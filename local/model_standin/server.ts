@@ -31,6 +31,11 @@ export interface ModelStandIn {
   requests(): number;
   /** Whether any Messages request so far carried a user message holding `text` (a steered one). */
   heard(text: string): boolean;
+  /**
+   * The Messages requests so far that carried `text`, each with its session (`sessionOf`) and its
+   * body: which conversation a steered message reached, and what that conversation held.
+   */
+  requestsHolding(text: string): { session: string; body: string }[];
 }
 
 export interface ModelStandInOptions {
@@ -49,7 +54,7 @@ const PIECE_MS = 250;
 export async function startModelStandIn(options: ModelStandInOptions = {}): Promise<ModelStandIn> {
   const hostname = options.hostname ?? "127.0.0.1";
   let answered = 0;
-  const heard: string[] = [];
+  const heard: { session: string; body: string }[] = [];
   const sessions: SessionCounts = new Map();
   const listening = Promise.withResolvers<Deno.NetAddr>();
   const server = Deno.serve({
@@ -60,7 +65,8 @@ export async function startModelStandIn(options: ModelStandInOptions = {}): Prom
   }, async (request) => {
     // What the sessions said, kept as text so a test can tell a message reached the model.
     if (request.method === "POST" && new URL(request.url).pathname === "/v1/messages") {
-      heard.push(await request.clone().text());
+      const body = await request.clone().text();
+      heard.push({ session: sessionOf(request.headers, userIdOf(body)), body });
     }
     try {
       return await answer(request, sessions);
@@ -75,7 +81,9 @@ export async function startModelStandIn(options: ModelStandInOptions = {}): Prom
     url: `http://${host}:${addr.port}`,
     close: () => closed ??= server.shutdown().catch(() => {}).then(() => server.finished),
     requests: () => answered,
-    heard: (text) => heard.some((body) => body.includes(JSON.stringify(text).slice(1, -1))),
+    heard: (text) => heard.some(({ body }) => body.includes(JSON.stringify(text).slice(1, -1))),
+    requestsHolding: (text) =>
+      heard.filter(({ body }) => body.includes(JSON.stringify(text).slice(1, -1))),
   };
 }
 
@@ -102,7 +110,7 @@ export async function answer(request: Request, sessions: SessionCounts): Promise
     return Response.json({ input_tokens: inputTokens(body) });
   }
 
-  const session = sessionOf(request.headers, body);
+  const session = sessionOf(request.headers, body.metadata?.user_id);
   const earlierRequests = sessions.get(session) ?? 0;
   sessions.set(session, earlierRequests + 1);
   const planned = planAnswer(body, { earlierRequests, now: new Date() });
@@ -170,10 +178,9 @@ async function parseBody(request: Request): Promise<MessagesBody | string> {
  * `session_id` in `metadata.user_id` (a JSON string the CLI also sends), else that string as it is.
  * Requests with neither share one count.
  */
-function sessionOf(headers: Headers, body: MessagesBody): string {
+function sessionOf(headers: Headers, userId: unknown): string {
   const header = headers.get("x-claude-code-session-id");
   if (header) return header;
-  const userId = body.metadata?.user_id;
   if (typeof userId !== "string") return "";
   try {
     const { session_id } = JSON.parse(userId);
@@ -182,6 +189,15 @@ function sessionOf(headers: Headers, body: MessagesBody): string {
     // Not JSON: older CLIs wrote `user_<hash>_account_<uuid>_session_<uuid>`, unique per session.
   }
   return userId;
+}
+
+/** `metadata.user_id` of a body not parsed yet (nothing when it is not JSON). */
+function userIdOf(text: string): unknown {
+  try {
+    return (JSON.parse(text) as MessagesBody).metadata?.user_id;
+  } catch {
+    return undefined;
+  }
 }
 
 function block(move: Move): ContentBlock {

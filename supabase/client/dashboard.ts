@@ -104,6 +104,10 @@ export const setProjectSecret = (client: DashboardClient, input: Input<"set_secr
   vmApi(client, "set_secret", input);
 export const deleteProjectSecret = (client: DashboardClient, input: Input<"delete_secret">) =>
   vmApi(client, "delete_secret", input);
+/** GitHub's authorize page, where the person connects their GitHub account (contract §18). */
+export const githubAuthorize = (client: DashboardClient) => vmApi(client, "github_authorize", {});
+/** The platform forgets the person's GitHub account. */
+export const githubDisconnect = (client: DashboardClient) => vmApi(client, "github_disconnect", {});
 
 // --- webhooks (organization owners and admins) --------------------------------------------------
 
@@ -260,8 +264,8 @@ export function answered<T>(answer: PostgrestSingleResponse<T>): T {
 }
 
 /**
- * Queues start_agents, stop_agents or restart_agents (`{agents?: string[]}`), or interrupt_agent
- * (`{agent}`).
+ * Queues start_agents, stop_agents, restart_agents or retry_setup (`{agents?: string[]}`), or
+ * interrupt_agent (`{agent}`).
  */
 export async function queueVmCommand(
   client: DashboardClient,
@@ -338,6 +342,7 @@ export const READ_MODELS = [
   "project_secrets",
   "pull_requests",
   "agent_scorecards",
+  "project_environment",
 ] as const;
 
 export type ReadModel = (typeof READ_MODELS)[number];

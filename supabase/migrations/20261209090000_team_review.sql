@@ -4,18 +4,19 @@
 -- supabase/schemas/ holds the same objects (10_commands_approvals.sql, 25_pull_request_feedback.sql,
 -- 05_vm_lifecycle.sql, 17_repository_secrets.sql, 29_team_review.sql).
 
--- 10_commands_approvals.sql: the command type.
+-- 10_commands_approvals.sql: the command type (20261208090000_project_environment.sql set the
+-- list before).
 alter table public.vm_commands drop constraint vm_commands_type_check;
 alter table public.vm_commands add constraint vm_commands_type_check check (type in (
   'start_agents', 'stop_agents', 'restart_agents', 'deliver_message', 'update_persona_files',
   'approval_decision', 'update_manifest', 'interrupt_agent', 'pull_request_feedback',
-  'review_pull_request'
+  'review_pull_request', 'retry_setup'
 ));
 
 -- 25_pull_request_feedback.sql: the GitHub actions a team review needs.
 alter table private.github_actions drop constraint github_actions_kind_check;
 alter table private.github_actions add constraint github_actions_kind_check
-  check (kind in ('reaction', 'comment', 'issue_taken', 'checks', 'mergeable',
+  check (kind in ('reaction', 'comment', 'issue_taken', 'checks', 'mergeable', 'check_run',
     'review', 'ready'));
 
 -- 29_team_review.sql
@@ -594,6 +595,8 @@ begin
       'ci_fix_rounds', p.ci_fix_rounds,
       'review_rounds', p.review_rounds,
       'reviewers', to_jsonb(p.reviewers),
+      'system_packages', to_jsonb(p.system_packages),
+      'check_command', p.check_command,
       'month_to_date_cost_usd', m.total_usd,
       'month_to_date', jsonb_build_object(
         'month', to_char(m.month, 'YYYY-MM'),
@@ -636,7 +639,8 @@ $$;
  * the cost control settings (contract §12: idle_stop_minutes, schedule with the next instants
  * vm-api computed for it, monthly_budget_usd, budget_alert_percent; null clears the nullable
  * ones) and the pull request settings (contract §16: delivery, draft_pull_requests, agents_label,
- * branch_prefix, ci_fix_rounds; vm-api refuses `pull_request` for a repository not on GitHub);
+ * branch_prefix, ci_fix_rounds; vm-api refuses `pull_request` for a repository not on GitHub)
+ * and the environment (contract §20: system_packages, check_command, null clears it);
  * one `project_updated` activity entry names what changed. A change is the user's
  * activity (it moves the idle deadline); a budget change is checked at once
  * (private.enforce_budgets), so a budget set below this month's spend stops the project now.
@@ -666,6 +670,8 @@ declare
   v_label text;
   v_prefix text;
   v_rounds integer;
+  v_packages text[];
+  v_check text;
   v_changed jsonb;
 begin
   perform private.require_project_admin(p_project_id);
@@ -690,6 +696,11 @@ begin
   v_label := coalesce(p_changes ->> 'agents_label', v_before.agents_label);
   v_prefix := coalesce(p_changes ->> 'branch_prefix', v_before.branch_prefix);
   v_rounds := coalesce((p_changes ->> 'ci_fix_rounds')::integer, v_before.ci_fix_rounds);
+  v_packages := case when p_changes ? 'system_packages'
+    then array(select jsonb_array_elements_text(p_changes -> 'system_packages'))
+    else v_before.system_packages end;
+  v_check := case when p_changes ? 'check_command' then p_changes ->> 'check_command'
+                  else v_before.check_command end;
   select coalesce(jsonb_object_agg(c.field, c.value), '{}'::jsonb) into v_changed
   from (values
     ('name', to_jsonb(v_name), v_name is distinct from v_before.name),
@@ -706,7 +717,10 @@ begin
      v_draft is distinct from v_before.draft_pull_requests),
     ('agents_label', to_jsonb(v_label), v_label is distinct from v_before.agents_label),
     ('branch_prefix', to_jsonb(v_prefix), v_prefix is distinct from v_before.branch_prefix),
-    ('ci_fix_rounds', to_jsonb(v_rounds), v_rounds is distinct from v_before.ci_fix_rounds)
+    ('ci_fix_rounds', to_jsonb(v_rounds), v_rounds is distinct from v_before.ci_fix_rounds),
+    ('system_packages', to_jsonb(v_packages),
+     v_packages is distinct from v_before.system_packages),
+    ('check_command', to_jsonb(v_check), v_check is distinct from v_before.check_command)
   ) as c (field, value, changed)
   where c.changed;
   -- The team's review settings (29_team_review.sql), kept apart.
@@ -723,7 +737,9 @@ begin
             else next_scheduled_stop_at end,
           monthly_budget_usd = v_budget, budget_alert_percent = v_percent,
           delivery = v_delivery, draft_pull_requests = v_draft, agents_label = v_label,
-          branch_prefix = v_prefix, ci_fix_rounds = v_rounds
+          branch_prefix = v_prefix, ci_fix_rounds = v_rounds,
+          system_packages = v_packages,
+          check_command = v_check
       where id = p_project_id;
     perform private.record_activity(p_project_id, 'project_updated', v_changed);
     update private.project_costs set last_activity_at = greatest(last_activity_at, now())

@@ -771,6 +771,8 @@ begin
       'ci_fix_rounds', p.ci_fix_rounds,
       'review_rounds', p.review_rounds,
       'reviewers', to_jsonb(p.reviewers),
+      'system_packages', to_jsonb(p.system_packages),
+      'check_command', p.check_command,
       'month_to_date_cost_usd', m.total_usd,
       'month_to_date', jsonb_build_object(
         'month', to_char(m.month, 'YYYY-MM'),

@@ -23,7 +23,7 @@ create table public.vm_commands (
   type text not null check (type in (
     'start_agents', 'stop_agents', 'restart_agents', 'deliver_message', 'update_persona_files',
     'approval_decision', 'update_manifest', 'interrupt_agent', 'pull_request_feedback',
-    'review_pull_request'
+    'review_pull_request', 'retry_setup'
   )),
   payload jsonb not null default '{}'::jsonb check (jsonb_typeof(payload) = 'object'),
   -- queued → leased (delivered, lease running) → running → succeeded | failed;
@@ -146,8 +146,8 @@ $$;
 -- -------------------------------------------------------------------------------------
 
 /**
- * A member queues start_agents, stop_agents or restart_agents, with the payload
- * {"agents": [names]} or {}; or interrupt_agent with {"agent": name} (contract §17: the agent's
+ * A member queues start_agents, stop_agents, restart_agents or retry_setup (contract §20: setup
+ * runs again at once), with the payload {"agents": [names]} or {}; or interrupt_agent with {"agent": name} (contract §17: the agent's
  * running session ends its turn and waits for the next message). VA403 for a non-member, VA400
  * for another type or payload.
  */
@@ -163,11 +163,13 @@ declare
   v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
 begin
   if p_type is null
-    or p_type not in ('start_agents', 'stop_agents', 'restart_agents', 'interrupt_agent')
+    or p_type not in ('start_agents', 'stop_agents', 'restart_agents', 'interrupt_agent',
+                      'retry_setup')
   then
     perform private.raise_error(
       'invalid_request',
-      'Command type must be start_agents, stop_agents, restart_agents or interrupt_agent'
+      'Command type must be start_agents, stop_agents, restart_agents, interrupt_agent or ' ||
+        'retry_setup'
     );
   end if;
   if p_type = 'interrupt_agent' then

@@ -48,7 +48,8 @@ $$;
 grant execute on function private.raise_data_api_error(text, text) to authenticated;
 
 /**
- * Queues start_agents, stop_agents, restart_agents or interrupt_agent for the project's VM.
+ * Queues start_agents, stop_agents, restart_agents, interrupt_agent or retry_setup for the
+ * project's VM.
  * Returns its id.
  */
 create or replace function public.queue_vm_command(

@@ -23,7 +23,7 @@ create table private.session_steps (
   seq integer not null check (seq >= 0),
   agent text not null check (char_length(agent) between 1 and 100),
   kind text not null
-    check (kind in ('text', 'tool_use', 'tool_result', 'approval', 'result')),
+    check (kind in ('text', 'tool_use', 'tool_result', 'approval', 'result', 'setup')),
   tool text check (char_length(tool) between 1 and 200),
   -- One line (the command, the file, the first line of the text).
   summary text not null check (char_length(summary) between 1 and 500

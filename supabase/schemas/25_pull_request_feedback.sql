@@ -57,9 +57,10 @@ create table private.github_actions (
   repository text not null,
   -- reaction: `eyes` on the issue or pull request `number`, or on the issue comment
   -- `comment_id`; comment: `body` on `number`; issue_taken: the dashboard's address on `number`;
-  -- checks: the check runs of `head_sha`; mergeable: whether pull request `number` still merges.
+  -- checks: the check runs of `head_sha`; mergeable: whether pull request `number` still merges;
+  -- check_run: the agents' own check (contract §20) on `head_sha`, `details` its result.
   kind text not null constraint github_actions_kind_check
-    check (kind in ('reaction', 'comment', 'issue_taken', 'checks', 'mergeable',
+    check (kind in ('reaction', 'comment', 'issue_taken', 'checks', 'mergeable', 'check_run',
       'review', 'ready')),
   number integer,
   comment_id bigint,
@@ -73,7 +74,9 @@ create table private.github_actions (
   -- Done (or given up: last_error says why).
   done_at timestamptz,
   last_error text,
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  -- check_run: {conclusion, log_tail, duration_seconds, pushed?}.
+  details jsonb
 );
 
 create index github_actions_due_idx on private.github_actions (not_before) where done_at is null;
@@ -384,7 +387,10 @@ begin
   elsif d.event = 'issues' and d.action = 'labeled' then
     return private.apply_github_issue_work(d, p_web_url);
   elsif d.event = 'check_run' and d.action = 'completed' then
-    if d.payload #>> '{check_run,conclusion}' not in ('failure', 'timed_out') then
+    if d.payload #>> '{check_run,conclusion}' not in ('failure', 'timed_out')
+      -- The platform's own (contract §20): the runner already sent its failure back.
+      or d.payload #>> '{check_run,name}' = 'agents / check'
+    then
       return null;
     end if;
     v_sha := d.payload #>> '{check_run,head_sha}';
@@ -479,7 +485,7 @@ create or replace function private.take_github_actions(p_limit integer, p_lease_
 returns table (
   id bigint, kind text, repository text, number integer, comment_id bigint,
   pull_request_id bigint, head_sha text, body text, author text, attempts integer,
-  project_id uuid, organization_id uuid
+  project_id uuid, organization_id uuid, details jsonb
 )
 language sql
 volatile
@@ -499,7 +505,7 @@ as $$
     from due, public.projects p
     where a.id = due.id and p.id = a.project_id
     returning a.id, a.kind, a.repository, a.number, a.comment_id, a.pull_request_id, a.head_sha,
-      a.body, a.author, a.attempts, a.project_id, p.organization_id;
+      a.body, a.author, a.attempts, a.project_id, p.organization_id, a.details;
 $$;
 
 grant execute on function private.take_github_actions(integer, integer) to service_role;

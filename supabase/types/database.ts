@@ -460,6 +460,7 @@ export type Database = {
           agents_label: string;
           branch_prefix: string;
           budget_alert_percent: number;
+          check_command: string | null;
           ci_fix_rounds: number;
           created_at: string;
           delivery: string;
@@ -487,6 +488,7 @@ export type Database = {
           status: string;
           status_changed_at: string;
           stuck_recorded_at: string | null;
+          system_packages: string[];
           updated_at: string;
           vm_size: string;
         };
@@ -494,6 +496,7 @@ export type Database = {
           agents_label?: string;
           branch_prefix?: string;
           budget_alert_percent?: number;
+          check_command?: string | null;
           ci_fix_rounds?: number;
           created_at?: string;
           delivery?: string;
@@ -521,6 +524,7 @@ export type Database = {
           status?: string;
           status_changed_at?: string;
           stuck_recorded_at?: string | null;
+          system_packages?: string[];
           updated_at?: string;
           vm_size?: string;
         };
@@ -528,6 +532,7 @@ export type Database = {
           agents_label?: string;
           branch_prefix?: string;
           budget_alert_percent?: number;
+          check_command?: string | null;
           ci_fix_rounds?: number;
           created_at?: string;
           delivery?: string;
@@ -555,6 +560,7 @@ export type Database = {
           status?: string;
           status_changed_at?: string;
           stuck_recorded_at?: string | null;
+          system_packages?: string[];
           updated_at?: string;
           vm_size?: string;
         };
@@ -956,6 +962,24 @@ export type Database = {
           project_id: string | null;
           severity: string | null;
           source: string | null;
+        };
+        Relationships: [];
+      };
+      project_environment: {
+        Row: {
+          agent: string | null;
+          last_check_at: string | null;
+          last_check_log_tail: string | null;
+          last_check_pushed: boolean | null;
+          last_check_seconds: number | null;
+          last_check_status: string | null;
+          project_id: string | null;
+          setup_finished_at: string | null;
+          setup_hash: string | null;
+          setup_log_tail: string | null;
+          setup_seconds: number | null;
+          setup_status: string | null;
+          updated_at: string | null;
         };
         Relationships: [];
       };

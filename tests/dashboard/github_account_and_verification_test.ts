@@ -20,7 +20,9 @@ const { connectedNotice, githubAccountControl, returnFromGitHub } = await import
   "../../dashboard/src/app/github_account.ts"
 );
 const { githubSettings, mountSettings } = await import("../../dashboard/src/areas/settings.ts");
-const { mountOverview, unverifiedLine } = await import("../../dashboard/src/areas/overview.ts");
+const { mayBeOnGitHub, mountOverview, unverifiedLine } = await import(
+  "../../dashboard/src/areas/overview.ts"
+);
 const { Store } = await import("../../dashboard/src/store.ts");
 const { explain } = await import("../../dashboard/src/errors.ts");
 const { memoryClient } = await import("../helpers/dashboard_memory.ts");
@@ -449,26 +451,46 @@ Deno.test("Overview: while unverified, why, what waits, and a link to Settings",
   assert.equal(unverifiedLine(null, project), null);
 });
 
-Deno.test("Overview asks status once when it opens, and only for a project with a repository", async () => {
-  const { client, calls } = fakeClient(statusOf(() => UNVERIFIED));
+Deno.test("Overview asks status once a page, and only for a web address that may be GitHub", async () => {
+  let github = UNVERIFIED;
+  const { client, calls } = fakeClient(statusOf(() => github));
   const { context, failed } = contextOf(client, { role: "member", account: null });
-  const root = document.createElement("div");
-  const overview = mountOverview(root, context);
-  await overview.refresh([]);
-  await settled();
-  await overview.refresh([]);
+  const statusCalls = () => calls.filter((c) => c.path === "/functions/v1/vm-api").length;
+  const open = async (repository_url: string | null) => {
+    const root = document.createElement("div");
+    const overview = mountOverview(root, {
+      ...context,
+      project: { id: P, organization_id: O, repository_url } as Project,
+    });
+    await overview.refresh([]);
+    await settled();
+    await overview.refresh([]); // a tick
+    return root.querySelector(".github-unverified");
+  };
+  assert.match(text(await open(REPOSITORY_URL)), /^No one has proved push access/);
+  assert.match(text(await open(REPOSITORY_URL)), /^No one has proved push access/);
+  assert.equal(statusCalls(), 1, "opened twice, ticked twice: status asked once");
   assert.deepEqual(failed, []);
-  assert.equal(calls.filter((c) => c.path === "/functions/v1/vm-api").length, 1);
-  assert.match(text(root.querySelector(".github-unverified")), /^No one has proved push access/);
 
-  const without = fakeClient(statusOf(() => UNVERIFIED));
-  const noRepository = contextOf(without.client, { role: "member", account: null }).context;
-  const other = document.createElement("div");
-  await mountOverview(other, {
-    ...noRepository,
-    project: { id: P, organization_id: O, repository_url: null } as Project,
-  }).refresh([]);
-  await settled();
-  assert.equal(without.calls.some((c) => c.path === "/functions/v1/vm-api"), false);
-  assert.equal(other.querySelector(".github-unverified"), null);
+  // Someone verified it; Settings asks status again when it opens, and Overview follows.
+  github = VERIFIED;
+  const settings = githubSettings(context, () => Promise.resolve());
+  settings.render(false);
+  await settings.check();
+  assert.equal(await open(REPOSITORY_URL), null);
+  assert.equal(statusCalls(), 2);
+
+  for (const path of [null, "/tmp/vm-service-origin", "git@github.com:acme/app.git"]) {
+    assert.equal(await open(path), null);
+  }
+  assert.equal(statusCalls(), 2, "a repository that cannot be on GitHub asks nothing");
+});
+
+Deno.test("mayBeOnGitHub: only http(s)://<host>/<owner>/<repo>, with or without .git", () => {
+  for (const url of [REPOSITORY_URL, `${REPOSITORY_URL}.git`, `${REPOSITORY_URL}/`]) {
+    assert.equal(mayBeOnGitHub(url), true, url);
+  }
+  for (const url of [null, "/srv/git/app.git", "https://github.com/acme", "file:///a/b/c"]) {
+    assert.equal(mayBeOnGitHub(url), false, String(url));
+  }
 });

@@ -60,6 +60,8 @@ export interface Project {
   monthly_budget_usd: number | null;
   budget_alert_percent: number;
   last_stop_reason: "user" | "idle" | "schedule" | "budget" | null;
+  system_packages: string[];
+  check_command: string | null;
   month_to_date_cost_usd: number;
   month_to_date: {
     month: string;

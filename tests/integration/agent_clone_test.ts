@@ -4,7 +4,8 @@
  * through the credential helper without writing it anywhere.
  */
 import assert from "node:assert/strict";
-import { AgentClone, gitEnvironment } from "../../agent/team/agent_clone.ts";
+import { AgentClone } from "../../agent/team/agent_clone.ts";
+import { gitEnvironment } from "../../agent/git/runner_git.ts";
 import { taskBranch } from "../../agent/team/delivery.ts";
 import { ensureSampleRepository } from "../../local/fleet/sample_repository.ts";
 
@@ -15,14 +16,20 @@ async function git(cwd: string, ...args: string[]): Promise<string> {
   return new TextDecoder().decode(out.stdout).trim();
 }
 
-function clone(root: string, remote: string | undefined, agent: string, secrets = {}) {
+function clone(root: string, remote: string | undefined, agent: string, token?: string) {
   return new AgentClone({
     dir: `${root}/${agent}`,
+    gitDir: `${root}/${agent}.git`,
     agent,
     remote,
     branch: "main",
-    env: { PATH: Deno.env.get("PATH")!, HOME: root, ...gitEnvironment(agent, secrets) },
+    ...(token ? { token } : {}),
   });
+}
+
+/** The runner's own view of an agent's clone: its git directory, the clone as work tree. */
+function runnerGit(root: string, agent: string, ...args: string[]): Promise<string> {
+  return git(root, `--git-dir=${root}/${agent}.git`, `--work-tree=${root}/${agent}`, ...args);
 }
 
 Deno.test("agent clones push, rebase and count a real conflict", async (t) => {
@@ -76,7 +83,11 @@ Deno.test("agent clones push, rebase and count a real conflict", async (t) => {
       assert.deepEqual(result.conflict, ["NOTES.md"]);
       assert.equal(result.failures, 1);
       assert.equal(result.pushed.length, 0);
-      assert.equal(await git(reviewer.dir, "status", "--porcelain"), "", "the rebase was aborted");
+      assert.equal(
+        await runnerGit(root, "reviewer", "status", "--porcelain"),
+        "",
+        "the rebase was aborted",
+      );
     },
   );
 
@@ -133,9 +144,7 @@ Deno.test("GIT_TOKEN reaches git through the credential helper and is written no
     new RegExp(token),
   );
 
-  const local = clone(root, await ensureSampleRepository(`${root}/o.git`), "lead", {
-    GIT_TOKEN: token,
-  });
+  const local = clone(root, await ensureSampleRepository(`${root}/o.git`), "lead", token);
   await local.ensure();
   for await (const file of walk(root)) {
     assert.doesNotMatch(await Deno.readTextFile(file).catch(() => ""), new RegExp(token), file);
@@ -166,10 +175,10 @@ Deno.test("a task's own branch: started from the base, pushed alone, never the b
     remote,
     branch,
     base: "main",
-    env: { PATH: Deno.env.get("PATH")!, HOME: root, ...gitEnvironment("builder", {}) },
+    gitDir: `${root}/builder.git`,
   });
   await work.ensure();
-  assert.equal(await git(`${root}/builder`, "rev-parse", "HEAD"), baseBefore, "from the base");
+  assert.equal(await runnerGit(root, "builder", "rev-parse", "HEAD"), baseBefore, "from the base");
   await Deno.writeTextFile(`${root}/builder/src/hello.txt`, "builder: hello\n");
   await work.commitLeftovers("Add a greeting");
   const published = await work.publish();
@@ -196,7 +205,7 @@ Deno.test("a task branch whose base moved in its way merges the base, then pushe
     remote,
     branch,
     base: "main",
-    env: { PATH: Deno.env.get("PATH")!, HOME: root, ...gitEnvironment("builder", {}) },
+    gitDir: `${root}/builder.git`,
   });
   await work.ensure();
   await Deno.writeTextFile(`${root}/builder/NOTES.md`, "# Notes\n\nbuilder: on the branch\n");

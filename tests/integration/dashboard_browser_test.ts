@@ -27,6 +27,9 @@ const FAST = {
   LOCAL_AGENT_CYCLE_MS: "300",
   RECONCILE_INTERVAL_MS: "200",
   VM_REPORTER_RATE_LIMIT: "100000",
+  // The walk does in about ninety seconds what a person does in many minutes: vm-api's per-minute
+  // budget (20, the default) is the person's, and rate_limit tests hold it.
+  VM_API_RATE_LIMIT: "60",
 };
 
 async function signIn(page: Page, email: string, password: string): Promise<void> {
@@ -553,6 +556,56 @@ Deno.test("the dashboard, in Chromium, against the local stack", async (t) => {
     await page.goForward();
     await waitForText(page, "[role=tab][aria-selected=true]", "Costs");
   });
+
+  await t.step(
+    "the user menu shows the seeded GitHub account; Disconnect, then Connect again",
+    async () => {
+      await waitForText(page, "header.top .github-account", "GitHub: @demo-owner");
+      await control(page, "Disconnect GitHub account @demo-owner").click();
+      await control(page, "Connect GitHub").wait();
+      const [gone] = await db.sql<[{ n: number }]>`
+      select count(*)::int as n from public.github_accounts where user_id = ${DEMO_USER_ID}`;
+      assert.equal(gone.n, 0);
+      const before = new URL(page.url()).hash;
+      await control(page, "Connect GitHub").click();
+      // The GitHub stand-in's authorize page: one click as a chosen person.
+      await control(page, "Authorize as demo-owner").click();
+      await waitForText(page, ".notice", "GitHub connected as @demo-owner.");
+      const back = new URL(page.url());
+      assert.equal(back.searchParams.get("github"), null, "the parameter is taken out");
+      assert.equal(back.hash, before, "back where the person left from");
+      await waitForText(page, "header.top .github-account", "GitHub: @demo-owner");
+      await screenshot(page, "20-github-connected");
+    },
+  );
+
+  await t.step(
+    "an unverified repository says why on Overview; Verify push access proves it",
+    async () => {
+      const demo = /demo repository: (http:\/\/\S+)/.exec(server.output())?.[1];
+      assert.ok(demo, "start prints the GitHub stand-in's demo repository");
+      // A GitHub project named before contract §18 (or by SQL): unverified.
+      await db.sql`update public.projects set repository_url = ${demo} where id = ${projectId}`;
+      await db
+        .sql`delete from private.project_github_verifications where project_id = ${projectId}`;
+      await page.reload();
+      await control(page, "Overview", "tab").click();
+      await waitForText(
+        page,
+        ".github-unverified",
+        "pull requests, issues and the agents' GitHub token",
+      );
+      await screenshot(page, "21-overview-unverified");
+      await control(page, "Settings", "tab").click();
+      await waitForText(page, ".github-verification", "Not verified");
+      await control(page, "Verify push access").click();
+      await waitForText(page, ".github-verification", "by @demo-owner");
+      const [proved] = await db.sql<[{ login: string }]>`
+      select login from private.project_github_verifications where project_id = ${projectId}`;
+      assert.equal(proved.login, "demo-owner");
+      await screenshot(page, "22-settings-verified");
+    },
+  );
 
   await t.step("Settings deletes the project after its name is typed", async () => {
     await control(page, "Settings", "tab").click();

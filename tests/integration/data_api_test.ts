@@ -218,7 +218,7 @@ Deno.test("supabase-js calls the dashboard RPCs through /rest/v1", async (t) => 
         { p_project_id: a.projectId, p_type: "deliver_message" },
         400,
         "22023",
-        "Command type must be start_agents, stop_agents, restart_agents or interrupt_agent",
+        "Command type must be start_agents, stop_agents, restart_agents, interrupt_agent or retry_setup",
       ],
       [
         "queue_vm_command",
@@ -493,7 +493,15 @@ async function reportEverything(server: TestServer, sql: postgres.Sql, tenant: P
   });
   await vm.ok("/messages", { messages: [{ agent: "builder", content: "hello" }] });
   await vm.ok("/audit", {
-    events: [{ agent: "builder", action: "push", severity: "error", details: { n: 1 } }],
+    events: [
+      { agent: "builder", action: "push", severity: "error", details: { n: 1 } },
+      // The runner's setup (contract §20): public.project_environment's row.
+      {
+        agent: "builder",
+        action: "setup_completed",
+        details: { duration_seconds: 3, exit_status: 0, log_tail: "ok", hash: "abc123" },
+      },
+    ],
   });
   await vm.ok("/conflicts", {
     conflicts_detected: 1,

@@ -1172,6 +1172,90 @@ Deno.test("the install page installs the App on the repositories a person picks"
     assert.equal(created.sender.login, DEMO_OWNER);
   }));
 
+Deno.test("the App's own check run: checks/create with checks: write, its webhook, the pull request's page", () =>
+  withStandIn(async (gh) => {
+    await using receiver = startReceiver(gh);
+    const installationId = await installedRepo(gh, "app");
+    const token = await narrowToken(gh, installationId, "app", {
+      contents: "write",
+      pull_requests: "write",
+      checks: "write",
+    });
+    const work = await cloneWith(gh, "app", token);
+    const head = await commitAndPush(work, token, "agents/a/c-000001", { "c.txt": "c\n" });
+    const octokit = checkedOctokit(gh, token);
+    const repo = { owner: DEMO_OWNER, repo: "app" };
+    await octokit.pulls.create({ ...repo, head: "agents/a/c-000001", base: "main", title: "C" });
+    await gh.addCheckRun(DEMO_OWNER, "app", head, { name: "ci", conclusion: "success" });
+
+    const created = await octokit.checks.create({
+      ...repo,
+      name: "agents / check",
+      head_sha: head,
+      status: "completed",
+      conclusion: "failure",
+      completed_at: new Date().toISOString(),
+      output: { title: "Failed", summary: "1 test failed", text: "FAIL a_test.ts <b>" },
+    });
+    assert.equal(created.status, 201);
+    assert.equal(created.data.app?.slug, gh.app.slug, "the caller's App, not the CI's");
+    assert.equal(created.data.conclusion, "failure");
+    assert.equal(created.data.status, "completed");
+    assert.deepEqual(created.data.pull_requests.map((p) => p.number), [1]);
+    const runs = await octokit.checks.listForRef({ ...repo, ref: head });
+    assert.deepEqual(runs.data.check_runs.map((r) => [r.name, r.app?.slug]).sort(), [
+      ["agents / check", gh.app.slug],
+      ["ci", "local-ci"],
+    ]);
+    assert.notEqual(
+      runs.data.check_runs[0]!.check_suite?.id,
+      runs.data.check_runs[1]!.check_suite?.id,
+      "a suite per App and commit",
+    );
+
+    // What GitHub refuses: no head_sha, a commit it does not have, completed without conclusion.
+    const noSha = await failure(octokit.checks.create({ ...repo, name: "x" } as never));
+    assert.equal(noSha.status, 422);
+    const unknown = await failure(
+      octokit.checks.create({
+        ...repo,
+        name: "x",
+        head_sha: "f".repeat(40),
+        conclusion: "success",
+      }),
+    );
+    assert.equal(unknown.status, 422);
+    const undecided = await failure(
+      octokit.checks.create({ ...repo, name: "x", head_sha: head, status: "completed" }),
+    );
+    assert.equal(undecided.status, 422);
+    // checks: read is not enough.
+    const reader = checkedOctokit(
+      gh,
+      await narrowToken(gh, installationId, "app", { checks: "read" }),
+    );
+    const refused = await failure(
+      reader.checks.create({ ...repo, name: "x", head_sha: head, conclusion: "success" }),
+    );
+    assert.equal(refused.status, 403);
+    assert.equal(
+      (await octokit.checks.listForRef({ ...repo, ref: head })).data.total_count,
+      2,
+      "nothing refused was created",
+    );
+
+    await gh.deliveriesSettled();
+    const hook = receiver.of("check_run", "completed").map((r) => r.payload)
+      .find((p) => p.check_run.name === "agents / check");
+    assert.equal(hook?.check_run.conclusion, "failure");
+    assert.equal(hook?.check_run.app.slug, gh.app.slug);
+    assert.equal(hook?.sender.login, `${gh.app.slug}[bot]`);
+
+    const page = await (await fetch(`${gh.webUrl}/${DEMO_OWNER}/app/pull/1`)).text();
+    assert.match(page, /<td>agents \/ check<\/td><td>failure<\/td>/);
+    assert.ok(page.includes("FAIL a_test.ts &#60;b&#62;"), "the log, escaped");
+  }));
+
 // ---- coverage ------------------------------------------------------------------------------
 
 Deno.test("every operation of contract §16 was checked against the description", () => {
@@ -1188,6 +1272,7 @@ Deno.test("every operation of contract §16 was checked against the description"
     "reactions/create-for-issue",
     "reactions/create-for-issue-comment",
     "checks/list-for-ref",
+    "checks/create",
     "git/delete-ref",
   ];
   const missing = surface.filter((id) => ![...(checked.get(id) ?? [])].some((s) => s < 300));

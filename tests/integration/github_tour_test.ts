@@ -1,6 +1,8 @@
 /**
  * The README's GitHub tour (contract §16, "Locally"): `deno task start` runs the GitHub stand-in
- * with the App installed on its demo repository; a project naming that repository gets the team's
+ * with the App installed on its demo repository; a person connects GitHub through its OAuth flow
+ * (the stand-in's authorize page, the github-oauth callback) as demo-owner; a project naming that
+ * repository, its push access so proved, gets the team's
  * work as a pull request. A chat message becomes exactly one pull request from the lead's own
  * branch to `main`, opened by the platform with the footer (that `main` receives nothing from the
  * runner is agent_clone_test's): the whole path — the manifest's installation token, the runner's clone and push over git's smart HTTP, the
@@ -9,6 +11,7 @@
 import assert from "node:assert/strict";
 import { createTestDatabase } from "../helpers/database.ts";
 import { createOrganization, createUser } from "../helpers/fixtures.ts";
+import { connectThroughOAuth } from "../helpers/github_oauth.ts";
 import { FAST_TEAM, startServer } from "../helpers/server.ts";
 import { eventually, vmApi } from "../helpers/vm_api.ts";
 
@@ -20,6 +23,10 @@ Deno.test("the demo repository: a chat message, a review, a merge — one pull r
   const api = vmApi(server);
   const user = await createUser(db.sql);
   const org = await createOrganization(db.sql, [user]);
+  // The person connects GitHub as demo-owner (Connect GitHub, the stand-in's authorize page).
+  const connected = await connectThroughOAuth(server, user, "demo-owner");
+  assert.equal(connected.response.status, 303, await connected.response.clone().text());
+  await connected.response.body?.cancel();
   const created = await api.call(user, {
     action: "create",
     organization_id: org,

@@ -4,10 +4,11 @@
  * flow, and a forged or replayed state connects nothing; another organization's user naming a
  * repository they cannot push to is refused and no token is ever minted for it; the manifest's
  * token asks for contents and metadata only; a branch that is not the runner's for a task the
- * platform knows opens and touches no pull request.
+ * platform knows opens and touches no pull request; a person's own pull request on a branch the
+ * VM reports is never adopted: not its body, not a comment, not a reaction.
  */
 import assert from "node:assert/strict";
-import { DEMO_OUTSIDER, DEMO_OWNER } from "../../local/github/server.ts";
+import { DEMO_OUTSIDER, DEMO_OWNER, DEMO_WRITER } from "../../local/github/server.ts";
 import {
   connectGitHub,
   pushBranch,
@@ -15,36 +16,20 @@ import {
   startTask,
   withGitHubPlatform,
 } from "../helpers/github_platform.ts";
+import { connectThroughOAuth } from "../helpers/github_oauth.ts";
 import { ok, vmApi } from "../helpers/vm_api.ts";
 import { reporter, setupProject } from "../helpers/vm_reporter.ts";
 
 Deno.test("Connect GitHub: the authorize page, the callback, and a state that works once", () =>
-  withGitHubPlatform(async (gh, stack) => {
+  withGitHubPlatform(async (_gh, stack) => {
     const { userId } = await setupProject(stack.db.sql);
     const api = vmApi(stack);
-    const authorize = await api.call(userId, { action: "github_authorize" });
-    assert.equal(authorize.status, 200, authorize.text);
-    const page = new URL(String((authorize.body.data as { url: string }).url));
-    assert.equal(page.origin + page.pathname, `${gh.webUrl}/login/oauth/authorize`);
-    const state = page.searchParams.get("state")!;
-
-    // The person presses "Authorize as demo-owner" on the stand-in's page.
-    const chose = await fetch(page.origin + page.pathname, {
-      method: "POST",
-      body: new URLSearchParams({
-        client_id: page.searchParams.get("client_id")!,
-        redirect_uri: page.searchParams.get("redirect_uri")!,
-        state,
-        login: DEMO_OWNER,
-      }),
-      redirect: "manual",
-    });
-    assert.equal(chose.status, 302);
-    const callback = new URL(chose.headers.get("location")!);
-    assert.equal(callback.pathname, "/functions/v1/github-oauth");
-    const back = await stack.fetch(
-      new Request(`${stack.functionUrl("github-oauth")}${callback.search}`),
+    const { response: back, callback, state } = await connectThroughOAuth(
+      stack,
+      userId,
+      DEMO_OWNER,
     );
+    assert.equal(callback.pathname, "/functions/v1/github-oauth");
     assert.equal(back.status, 303, await back.clone().text());
     assert.match(back.headers.get("location") ?? "", /\?github=connected$/);
     const [account] = await stack.db.sql<{ login: string }[]>`
@@ -177,4 +162,95 @@ Deno.test("only the runner's branch of a task the platform knows gets a pull req
       body: "Asked in the chat.",
     });
     assert.equal(gh.pulls(DEMO_OWNER, REPO)[0]?.number, opened.number);
+  }));
+
+Deno.test("a person's own pull request on a branch the VM reports is never touched", () =>
+  withGitHubPlatform(async (gh, stack) => {
+    gh.install(DEMO_OWNER, [REPO]);
+    await gh.deliveriesSettled();
+    const { projectId, token, userId } = await setupProject(stack.db.sql);
+    await connectGitHub(gh, stack, userId);
+    ok(
+      await vmApi(stack).act(userId, "update", projectId, {
+        repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
+      }),
+    );
+    const vm = reporter(stack, projectId, token);
+    const { taskId, branch } = await startTask(vm, "builder", "Rename the module");
+    await pushBranch(gh, branch);
+    // A person opens their own pull request on that head first, with their own token.
+    const person = gh.connectUser(DEMO_WRITER);
+    const mine = await fetch(`${gh.apiUrl}/repos/${DEMO_OWNER}/${REPO}/pulls`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${person.access_token}`,
+        accept: "application/vnd.github+json",
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ title: "Mine", head: branch, base: "main", body: "My own words." }),
+    });
+    assert.equal(mine.status, 201, await mine.clone().text());
+    const { number } = await mine.json();
+    await gh.deliveriesSettled();
+
+    const answer = await vm.post("/pull-requests", {
+      task_id: taskId,
+      agent: "builder",
+      branch,
+      title: "Rename the module",
+      body: "Asked in the chat.",
+      answer: { session_id: "s-1", text: "Renamed it." },
+    });
+    assert.equal(answer.status, 422, answer.text);
+    assert.equal(answer.body.code, "pull_request_branch_refused");
+    await stack.reconcile();
+    const [pull] = gh.pulls(DEMO_OWNER, REPO);
+    assert.equal(pull?.number, number);
+    assert.equal(pull?.body, "My own words.", "its body is the person's");
+    assert.deepEqual(gh.comments(DEMO_OWNER, REPO, number), [], "no comment from the platform");
+    assert.deepEqual(gh.reactions(DEMO_OWNER, REPO), [], "no reaction");
+    const [{ recorded }] = await stack.db.sql<[{ recorded: number }]>`
+      select count(*)::int as recorded from public.pull_requests where project_id = ${projectId}`;
+    assert.equal(recorded, 0, "the platform does not count it as its own");
+  }));
+
+Deno.test("a code GitHub refuses says so; an expired token is refreshed; a revoked one asks again", () =>
+  withGitHubPlatform(async (gh, stack) => {
+    gh.install(DEMO_OWNER, [REPO]);
+    await gh.deliveriesSettled();
+    const api = vmApi(stack);
+    const { projectId, userId } = await setupProject(stack.db.sql);
+
+    // A state made for this user, with a code GitHub never issued: 400, nothing connected.
+    const authorize = await api.call(userId, { action: "github_authorize" });
+    const state = new URL(String((authorize.body.data as { url: string }).url))
+      .searchParams.get("state")!;
+    const refused = await stack.fetch(
+      new Request(`${stack.functionUrl("github-oauth")}?code=not-a-code&state=${state}`),
+    );
+    assert.equal(refused.status, 400);
+    assert.equal((await refused.json()).code, "github_code_invalid");
+    const [{ count }] = await stack.db.sql<[{ count: number }]>`
+      select count(*)::int as count from public.github_accounts`;
+    assert.equal(count, 0);
+
+    // Connected; the access token expires: the platform refreshes it with the refresh token.
+    await connectGitHub(gh, stack, userId);
+    const sealed = async () =>
+      (await stack.db.sql<{ access: string }[]>`
+        select encode(access_sealed, 'hex') as access from private.github_account_tokens
+        where user_id = ${userId}`)[0]?.access;
+    const before = await sealed();
+    gh.expireUserTokens(DEMO_OWNER);
+    const url = `${gh.webUrl}/${DEMO_OWNER}/${REPO}`;
+    ok(await api.act(userId, "update", projectId, { repository_url: url }));
+    assert.notEqual(await sealed(), before, "a new token pair was kept");
+    assert.equal((await api.status(userId, projectId)).project.github?.verified, true);
+
+    // The person revoked the App on GitHub: saving asks them to connect again.
+    gh.revokeUserTokens(DEMO_OWNER);
+    const revoked = await api.act(userId, "update", projectId, { repository_url: url });
+    assert.equal(revoked.status, 409);
+    assert.equal(revoked.body.code, "github_account_required");
+    assert.match(String(revoked.body.error), /connect GitHub again/);
   }));

@@ -9,41 +9,16 @@
  */
 import assert from "node:assert/strict";
 import { createTestDatabase } from "../helpers/database.ts";
-import { createOrganization, createUser } from "../helpers/fixtures.ts";
 import { FAST_TEAM, startServer } from "../helpers/server.ts";
+import { git, teamChat } from "../helpers/team_chat.ts";
 import { eventually, vmApi } from "../helpers/vm_api.ts";
 
 const SESSION_MS = 60_000;
 
-async function git(cwd: string, ...args: string[]): Promise<string> {
-  const out = await new Deno.Command("git", { args, cwd, stdout: "piped", stderr: "piped" })
-    .output();
-  if (!out.success) {
-    throw new Error(`git ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
-  }
-  return new TextDecoder().decode(out.stdout).trim();
-}
-
 Deno.test("the real agent team through deno task start", async (t) => {
   await using db = await createTestDatabase();
   await using server = await startServer(db.url, FAST_TEAM);
-  const api = vmApi(server);
-  const user = await createUser(db.sql);
-  const org = await createOrganization(db.sql, [user]);
-  const created = await api.call(user, { action: "create", organization_id: org, name: "team" });
-  assert.equal(created.status, 200);
-  const projectId = (created.body.data as { project_id: string }).project_id;
-  const asMember = <T>(run: (tx: typeof db.sql) => Promise<T>) =>
-    db.sql.begin(async (tx) => {
-      await tx`select set_config('role', 'authenticated', true),
-        set_config('request.jwt.claims', ${
-        JSON.stringify({ sub: user, role: "authenticated" })
-      }, true)`;
-      return await run(tx as unknown as typeof db.sql);
-    });
-  const say = async (content: string) => {
-    await asMember((tx) => tx`select public.send_agent_message(${projectId}, ${content})`);
-  };
+  const { projectId, userId, say, asMember } = await teamChat(db.sql, server, "team");
   const sessions = async () =>
     await db.sql<
       {
@@ -354,7 +329,8 @@ Deno.test("the real agent team through deno task start", async (t) => {
   });
 
   await t.step("the agents stop reporting once the VM is stopped", async () => {
-    assert.equal((await api.call(user, { action: "stop", project_id: projectId })).status, 200);
+    const stop = await vmApi(server).call(userId, { action: "stop", project_id: projectId });
+    assert.equal(stop.status, 200);
     await eventually(async () => {
       const [p] = await db.sql`select status from public.projects where id = ${projectId}`;
       return p?.status === "stopped" ? true : undefined;
@@ -373,12 +349,7 @@ Deno.test("the real agent team through deno task start", async (t) => {
 Deno.test("with a 10-minute agent cycle, a new project leaves initializing within seconds", async () => {
   await using db = await createTestDatabase();
   await using server = await startServer(db.url, { ...FAST_TEAM, LOCAL_AGENT_CYCLE_MS: "600000" });
-  const api = vmApi(server);
-  const user = await createUser(db.sql);
-  const org = await createOrganization(db.sql, [user]);
-  const created = await api.call(user, { action: "create", organization_id: org, name: "slow" });
-  assert.equal(created.status, 200);
-  const projectId = (created.body.data as { project_id: string }).project_id;
+  const { projectId } = await teamChat(db.sql, server, "slow");
   const project = async () =>
     (await db.sql<[{ status: string; health_status: string }]>`
       select status, health_status from public.projects where id = ${projectId}`)[0];

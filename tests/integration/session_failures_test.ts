@@ -3,7 +3,8 @@
  * model stand-in's failures (its `[model:…]` markers) through the runner's own runSession: a
  * burst of 529s the CLI rides out completes; an overloaded service past the CLI's retries is a
  * transient failure (the task goes back to the board); a spend limit fails with a sentence saying
- * what to do; tokens are the result's modelUsage with the cache tokens; a session past its turn
+ * what to do, at the first refused request even where the CLI would retry it, while a rate limit's
+ * 429s are still ridden out; tokens are the result's modelUsage with the cache tokens; a session past its turn
  * or time limit is cut. And the board's side: a task given back waits 1, 2, 4 … times the base.
  */
 import assert from "node:assert/strict";
@@ -33,6 +34,22 @@ Deno.test("a session's end, as the model service makes it", async (t) => {
     assert.equal(outcome.end, "failed");
     assert.equal(outcome.failure, "spend_limit", outcome.text);
     assert.match(outcome.text, /spend limit .* raise it/);
+  });
+
+  await t.step(
+    "a spend limit the CLI would retry ends the session at its first answer",
+    async () => {
+      const outcome = await runSession(spec("[model:spend-limit-bare] run `true`"));
+      assert.equal(outcome.end, "failed");
+      assert.equal(outcome.failure, "spend_limit", outcome.text);
+      assert.match(outcome.text, /spend limit .* raise it/);
+      assert.match(outcome.text, /attempt 1\//, "the first refused request ended it");
+    },
+  );
+
+  await t.step("a burst of rate-limit 429s the CLI rides out completes the session", async () => {
+    const outcome = await runSession(spec("[model:rate-limited=2] run `true`"));
+    assert.equal(outcome.end, "completed", outcome.text);
   });
 
   await t.step("an unknown model fails naming the model", async () => {

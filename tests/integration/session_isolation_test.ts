@@ -10,9 +10,14 @@
 import assert from "node:assert/strict";
 import { runSession, type SessionSpec } from "../../agent/team/claude_session.ts";
 import { failClosed, sessionEnv, writeManagedSettings } from "../../agent/team/session.ts";
-import { ensureSessionUser, handOver, prepareIsolation } from "../../agent/team/session_user.ts";
+import {
+  asUser,
+  handOver,
+  prepareIsolation,
+  removeSessionUsers,
+} from "../../agent/sandbox/session_users.ts";
 import { teamSettings } from "../../agent/team/team_settings.ts";
-import type { TeamRunnerOptions } from "../../agent/team/team_runner.ts";
+import type { TeamRunnerOptions } from "../../agent/team/types.ts";
 import { ensureClaudeCode } from "../../local/claude_code.ts";
 import { startModelStandIn } from "../../local/model_standin/server.ts";
 
@@ -58,6 +63,8 @@ Deno.test("a hostile repository changes nothing of how a session runs", async (t
     return new Response("{}", { status: 500 });
   });
   const trapUrl = `http://127.0.0.1:${trap.addr.port}`;
+  // This test's own session users (removed at its end).
+  const userPrefix = `t${crypto.randomUUID().slice(0, 6)}-`;
   const home = `${root}/agent`;
   const repo = `${root}/repo`;
   const mcpMarker = `${root}/mcp-started`;
@@ -184,8 +191,8 @@ Deno.test("a hostile repository changes nothing of how a session runs", async (t
       name: "as root, a session runs as its own user and cannot read the agent's state",
       ignore: Deno.uid() !== 0,
       fn: async () => {
-        const user = await ensureSessionUser("vm-session");
-        const isolation = await prepareIsolation(user, claude, `${root}/shared`);
+        const isolation = await prepareIsolation(userPrefix, claude, `${root}/shared`);
+        const user = await isolation.userOf("builder");
         await Deno.chmod(root, 0o711);
         const state = `${root}/state`;
         await Deno.mkdir(state, { mode: 0o700 });
@@ -202,7 +209,7 @@ Deno.test("a hostile repository changes nothing of how a session runs", async (t
             settingsFile,
           }),
           claude: isolation.claude,
-          runAs: isolation.prefix,
+          runAs: asUser(user),
           env: sessionEnv(options, "builder", home, {}, true),
         });
         assert.equal(outcome.end, "completed", outcome.text);
@@ -213,6 +220,7 @@ Deno.test("a hostile repository changes nothing of how a session runs", async (t
       },
     });
   } finally {
+    if (Deno.uid() === 0) await removeSessionUsers(userPrefix);
     await trap.shutdown();
     await model.close();
     await Deno.remove(root, { recursive: true });

@@ -200,7 +200,26 @@ cases("a wrapper's options and operands are read", [
   "flock /tmp/lock -c 'git push -f'",
   "env -S 'git push -f'",
   "trap 'git push -f' EXIT",
+  "script -qc 'git push -f' /dev/null",
+  "npx -c 'git push -f'",
+  "npm exec -c 'git push -f'",
+  "strace -f -o trace.log git push -f",
+  "sg staff -c 'git push -f'",
 ], forcePush);
+
+cases("git push given options or refspecs from a variable", [
+  "F=-f; git push $F",
+  'git push origin "$REF"',
+  'git push -u origin "$(git branch --show-current)"',
+], unreadable(/`git push` is given arguments from a variable or a substitution/));
+
+Deno.test("GNU parallel is held with its reason", () => {
+  expectMatch(
+    "parallel ::: 'git push -f'",
+    UNREADABLE.action,
+    /`parallel` runs commands built from its arguments and input/,
+  );
+});
 
 cases("quotes and escapes are removed before reading", [
   "git pu''sh -f",
@@ -382,6 +401,8 @@ cases("ordinary commands run without asking", [
   "python3 --version",
   "python3 -m pytest -q",
   "[[ -n $CI ]] && echo $((1 + 2))",
+  "npx prettier --write .",
+  "npm exec -- prettier --check .",
 ], free);
 
 cases("commands that only mention a push, or push without force, run without asking", [

@@ -473,6 +473,42 @@ Deno.test("the plan follows the last prompt when a session is resumed with a new
   }]);
 });
 
+Deno.test("after an interrupted call, what the person said next is the new turn", () => {
+  const stopped = (text: string[]) => ({
+    role: "user",
+    content: [
+      { type: "tool_result", tool_use_id: "t1", is_error: true, content: "stopped while running" },
+      ...text.map((t) => ({ type: "text", text: t })),
+    ],
+  });
+  const conversation = (then: string[]) => ({
+    messages: [
+      { role: "user", content: "Task 17 from user:\nrun `sleep 60`" },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "t1", name: "Bash", input: { command: "sleep 60" } }],
+      },
+      stopped(then),
+    ],
+    tools: TOOLS,
+  });
+  // The CLI's message: the stopped call's result, its interrupt line, then the correction.
+  assert.deepEqual(
+    movesOf(conversation(["[Request interrupted by user for tool use]\n", "run `echo corrected`"])),
+    [{
+      type: "tool_use",
+      name: "Bash",
+      input: { command: "echo corrected", description: "Run echo corrected" },
+    }],
+  );
+  // A result with only the interrupt line or a reminder is still the first task's turn.
+  for (const then of [["[Request interrupted by user for tool use]"], [REMINDER.trim()]]) {
+    const [move] = movesOf(conversation(then));
+    assert.equal(move!.type, "text", JSON.stringify(then));
+    assert.match((move as { text: string }).text, /sleep 60/);
+  }
+});
+
 // ---- markers: how the service behaves, chosen in the prompt ----
 
 /** A session's first request for a prompt, as the CLI sends it. */

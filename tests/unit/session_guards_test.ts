@@ -1,13 +1,14 @@
 /**
  * A session's guards and failures without I/O (contract §11a): the CLI's flags (the turn limit,
  * the fallback model, what is left of the budget, no settings but the runner's), what the
- * monthly budget leaves, and which failures give the task back to the board.
+ * monthly budget leaves, which failures give the task back to the board, and which of the CLI's
+ * debug lines is a spend limit.
  */
 import assert from "node:assert/strict";
 import { sessionArgs, type SessionSpec } from "../../agent/team/claude_session.ts";
 import { SessionBudget } from "../../agent/team/session_budget.ts";
-import { sessionFailure } from "../../agent/team/session_failure.ts";
-import type { Manifest } from "../../agent/team/team_runner.ts";
+import { sessionFailure, spendLimitAnswer } from "../../agent/team/session_failure.ts";
+import type { Manifest } from "../../agent/team/types.ts";
 
 const SPEC: SessionSpec = {
   claude: "/usr/bin/claude",
@@ -94,4 +95,30 @@ Deno.test("sessionFailure() tells a busy model service from what a person must f
   assert.equal(unknown.kind, "unknown_model");
   assert.match(unknown.advice!, /claude-x/);
   assert.equal(sessionFailure("The tests failed", "m").kind, "other");
+});
+
+Deno.test("spendLimitAnswer() reads a refused request's debug line, nothing else", () => {
+  const body = (code: string) =>
+    `{"type":"error","error":{"type":"rate_limit_error","message":"limits",` +
+    `"details":{"error_code":"${code}"}},"request_id":"req_1"}`;
+  const line = (code: string) =>
+    `2026-11-28T12:45:54.517Z [ERROR] API error (attempt 1/11): 429 429 ${body(code)}`;
+  assert.equal(
+    spendLimitAnswer(line("enforced_spend_limit_reached")),
+    `API error (attempt 1/11): 429 429 ${body("enforced_spend_limit_reached")}`,
+  );
+  assert.ok(spendLimitAnswer(line("contract_spend_limit_reached")));
+  // A rate limit is retried by the CLI as before.
+  assert.equal(spendLimitAnswer(line("rate_limit_exceeded")), undefined);
+  const rateLimited = "2026-11-28T12:45:54.517Z [ERROR] API error (attempt 1/11): 429 429 " +
+    '{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}';
+  assert.equal(spendLimitAnswer(rateLimited), undefined);
+  // The words elsewhere (a command's output, a file the session read) end nothing.
+  assert.equal(spendLimitAnswer(body("enforced_spend_limit_reached")), undefined);
+  assert.equal(
+    spendLimitAnswer(
+      `2026-11-28T12:45:54.517Z [DEBUG] read ${body("enforced_spend_limit_reached")}`,
+    ),
+    undefined,
+  );
 });

@@ -1,6 +1,7 @@
 /**
  * Agents: each agent's status and task, the watchdog's alerts, and the sessions they ran; a running
- * agent's session watched step by step, and any past session's steps (contract §17, agents/).
+ * agent's session watched step by step, and any past session's steps (contract §17, agents/); the
+ * Environment: each agent's setup and last check (contract §20, agents/environment_panel.ts).
  */
 import { type MountArea, onlyTelemetry } from "../area.ts";
 import {
@@ -15,8 +16,10 @@ import type { Tables } from "../../../supabase/types/database.ts";
 import { badge, type Child, h, money, show, table, when } from "../ui.ts";
 import { scorecardsView } from "./agents/scorecards.ts";
 import { type StepsPanel, stepsPanel } from "./agents/steps_panel.ts";
+import { environmentView } from "./agents/environment_panel.ts";
 
 export { scorecardsView } from "./agents/scorecards.ts";
+export { environmentView, NO_ENVIRONMENT } from "./agents/environment_panel.ts";
 export { stepItem } from "./agents/step_item.ts";
 export { STEP_PAGE, stepsPanel } from "./agents/steps_panel.ts";
 
@@ -112,6 +115,7 @@ export const mountAgents: MountArea = (root, context) => {
   const sessions = h("div", {});
   const scorecards = h("div", {});
   let scoredAt = 0;
+  const environment = h("div", {});
   /** Where the steps of the session being watched or read are shown: one at a time. */
   const steps = h("div", {});
   let panel: StepsPanel | undefined;
@@ -172,6 +176,19 @@ export const mountAgents: MountArea = (root, context) => {
       );
     },
   };
+  /** Setup again at once, for an agent whose setup failed (contract §20). */
+  const retrySetup = async (agent: string) => {
+    try {
+      await queueVmCommand(client, {
+        p_project_id: project!.id,
+        p_type: "retry_setup",
+        p_payload: { agents: [agent] },
+      });
+      context.say(`Setup requested again: ${agent} runs it before its next task.`);
+    } catch (error) {
+      context.fail(error);
+    }
+  };
   const restart = h("button", {
     type: "button",
     class: "secondary",
@@ -190,6 +207,8 @@ export const mountAgents: MountArea = (root, context) => {
     h("div", { class: "row" }, h("h2", {}, "Agents"), restart),
     agents,
     steps,
+    h("h2", {}, "Environment"),
+    environment,
     h("h2", {}, "Session history"),
     sessions,
     h("h2", {}, "Scorecards"),
@@ -199,10 +218,11 @@ export const mountAgents: MountArea = (root, context) => {
     async refresh(events, telemetry) {
       // New steps alone (several a second while a session runs) move only the open panel.
       if (!onlyTelemetry(events, telemetry, "session_steps")) {
-        const [status, watchdog, sessionRows] = await Promise.all([
+        const [status, watchdog, sessionRows, environmentRows] = await Promise.all([
           newest(client, "agent_status", project!.id, "name", 100),
           newest(client, "watchdog_alerts", project!.id, "last_heard_at", 10),
           newest(client, "agent_sessions", project!.id, "started_at", 20),
+          newest(client, "project_environment", project!.id, "agent", 100),
         ]);
         history = sessionRows;
         const view = agentsView({ status, watchdog, history }, actions);
@@ -214,6 +234,7 @@ export const mountAgents: MountArea = (root, context) => {
           const cards = await newest(client, "agent_scorecards", project!.id, "period_start", 120);
           show(scorecards, ...scorecardsView(cards));
         }
+        show(environment, environmentView(environmentRows, retrySetup));
       }
       if (panel?.live) await panel.newer();
     },

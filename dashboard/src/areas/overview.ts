@@ -8,10 +8,10 @@ import { formatPlace } from "../address.ts";
 import type { MountArea } from "../area.ts";
 import {
   type GitHubRepository,
+  knownProjectGitHub,
   newest,
   type Project,
   projectEvents,
-  projectGitHub,
   type PullRequest,
   pullRequests,
 } from "../data.ts";
@@ -74,6 +74,12 @@ export function withPullRequestEvents(
     .slice(0, limit);
 }
 
+/** Whether a repository URL may name a GitHub repository: `http(s)://<host>/<owner>/<repo>`. */
+export function mayBeOnGitHub(repositoryUrl: string | null): boolean {
+  const address = (repositoryUrl ?? "").replace(/(\.git)?\/?$/, "");
+  return /^https?:\/\/[^/]+\/[^/]+\/[^/]+$/i.test(address);
+}
+
 /** Why the project's GitHub work waits, linking to Settings; null when nothing waits. */
 export function unverifiedLine(
   github: GitHubRepository | null,
@@ -99,10 +105,10 @@ export const mountOverview: MountArea = (root, { client, project, fail }) => {
   const feed = h("div", {});
   const github = h("div", {});
   show(root, github, h("h2", {}, "Activity"), feed);
-  // vm-api is asked once, when Overview opens, and only for a project with a repository: a tick
-  // spends none of the person's vm-api budget.
-  if (project!.repository_url) {
-    void projectGitHub(client, project!.id)
+  // Only a web address can be on GitHub, and status is asked once a page (Settings asks again):
+  // opening Overview and its ticks spend next to none of the person's vm-api budget.
+  if (mayBeOnGitHub(project!.repository_url)) {
+    void knownProjectGitHub(client, project!.id)
       .then((answer) => show(github, unverifiedLine(answer, project!)))
       .catch(fail);
   }

@@ -4,7 +4,8 @@
  * and admins change (vm-api `update`, `set_secret`, `delete_secret`) and members read (the project
  * row, the `project_secrets` read model: names and times, never a value); GitHub (contract §16: the
  * App's connection, the delivery by pull request or push and its settings; §18: the person's GitHub
- * account and who proved push access to the repository); and deleting the project
+ * account and who proved push access to the repository); the environment (contract §20: system
+ * packages and the check command); and deleting the project
  * (forced while its VM runs) after typing its name. Each section is a module of settings/; this
  * one lays them out, reads their rows and decides who gets the controls.
  */
@@ -12,6 +13,7 @@ import type { MountArea } from "../area.ts";
 import {
   projectCostControl,
   projectDeliverySettings,
+  projectEnvironmentSettings,
   projectRepository,
   projectRole,
   projectSecrets,
@@ -20,12 +22,14 @@ import {
 import { h, show } from "../ui.ts";
 import { costControlSettings } from "./settings/cost_control.ts";
 import { dangerZone } from "./settings/danger_zone.ts";
+import { environmentSettings } from "./settings/environment.ts";
 import { githubSettings } from "./settings/github.ts";
 import { repositorySettings } from "./settings/repository.ts";
 import { secretSettings } from "./settings/secrets.ts";
 import { teamReviewSettings } from "./settings/team_review.ts";
 
 export { costControlView } from "./settings/cost_control.ts";
+export { environmentSettings, packageNames } from "./settings/environment.ts";
 export { connectionView, deliveryView, githubSettings } from "./settings/github.ts";
 export { parseReviewers, teamReviewView } from "./settings/team_review.ts";
 
@@ -39,15 +43,17 @@ export const mountSettings: MountArea = (root, context) => {
   let admin = ADMIN_ROLES.includes(context.membership.role);
 
   const refresh = () => area.refresh();
-  // Saving a GitHub repository (the same one too) checks push access again: status tells.
+  /** The repository was just saved: the same one too is checked again (push access, §18). */
+  let saved = false;
   const repository = repositorySettings(context, () => {
-    void github.check();
+    saved = true;
     return refresh();
   });
   const secrets = secretSettings(context, refresh);
   const costControl = costControlSettings(context, refresh);
   const github = githubSettings(context, refresh);
   const teamReview = teamReviewSettings(context, refresh);
+  const environment = environmentSettings(context, refresh);
 
   function renderControls(): void {
     repository.render(admin);
@@ -55,6 +61,7 @@ export const mountSettings: MountArea = (root, context) => {
     costControl.render(admin);
     github.render(admin);
     teamReview.render(admin);
+    environment.render(admin);
   }
 
   show(
@@ -75,6 +82,7 @@ export const mountSettings: MountArea = (root, context) => {
     costControl.section,
     github.section,
     teamReview.section,
+    environment.section,
     dangerZone(context),
   );
   renderControls();
@@ -84,22 +92,28 @@ export const mountSettings: MountArea = (root, context) => {
   let shownRepository: string | null | undefined;
   const area = {
     async refresh() {
-      const [repositoryRow, secretRows, costs, delivery, review] = await Promise.all([
-        projectRepository(client, project.id),
-        projectSecrets(client, project.id),
-        projectCostControl(client, project.id),
-        projectDeliverySettings(client, project.id),
-        projectTeamReview(client, project.id),
-      ]);
+      const [repositoryRow, secretRows, costs, delivery, environmentRow, review] = await Promise
+        .all([
+          projectRepository(client, project.id),
+          projectSecrets(client, project.id),
+          projectCostControl(client, project.id),
+          projectDeliverySettings(client, project.id),
+          projectEnvironmentSettings(client, project.id),
+          projectTeamReview(client, project.id),
+        ]);
       github.draw(delivery);
       teamReview.draw(review);
-      // Another repository may be another connection (on GitHub or not): status says again.
+      // Another repository may be another connection (on GitHub or not), and a saved one may be
+      // verified now: status says again, once.
       const repositoryUrl = repositoryRow?.repository_url ?? null;
-      if (shownRepository !== undefined && repositoryUrl !== shownRepository) void github.check();
+      const changed = shownRepository !== undefined && repositoryUrl !== shownRepository;
+      if (changed || saved) void github.check();
       shownRepository = repositoryUrl;
+      saved = false;
       costControl.draw(costs);
       repository.draw(repositoryRow);
       secrets.draw(secretRows, admin);
+      environment.draw(environmentRow);
     },
   };
 

@@ -244,6 +244,7 @@ export const commandType = z.enum([
   "interrupt_agent",
   "pull_request_feedback",
   "review_pull_request",
+  "retry_setup",
 ]);
 
 const command = z.object({
@@ -375,8 +376,8 @@ export const manifest = route({
       "Every project secret by name, in clear: keep them out of files, remote URLs and logs",
     ),
     revision: z.int().min(1).describe(
-      "Changes whenever the repository, a secret, the monthly budget or the delivery changes; " +
-        "update_manifest commands carry it",
+      "Changes whenever the repository, a secret, the monthly budget, the delivery or the " +
+        "environment changes; update_manifest commands carry it",
     ),
     budget: z.object({
       monthly_usd: z.number().describe("The project's monthly budget"),
@@ -405,11 +406,28 @@ export const manifest = route({
       "How the agents' work reaches the repository (contract §16). Always answered; a manifest " +
         "kept from before it existed is read as push",
     ),
+    environment: z.object({
+      system_packages: z.array(z.string()).describe(
+        "Debian package names to install once per VM, as root, with apt (locally: checked with " +
+          "dpkg -s, reported missing, never installed)",
+      ),
+      check_command: z.string().nullable().describe(
+        "How the project proves a change; null: the repository's .agents/check.sh, if any",
+      ),
+    }).optional().describe(
+      "The project's environment settings (contract §20). Always answered; a manifest kept " +
+        "from before it existed is read as no packages and no check_command",
+    ),
   }),
   spooled: false,
 });
 
 // --- /pull-requests (contract §16) ---------------------------------------------------------------
+
+/** A check's log tail on /pull-requests: 4 KiB of UTF-8 at most (contract §20). */
+export const CHECK_LOG_TAIL_MAX_BYTES = 4096;
+
+const utf8Bytes = (text: string) => new TextEncoder().encode(text).byteLength;
 
 export const pullRequests = route({
   path: "/pull-requests",
@@ -440,6 +458,21 @@ export const pullRequests = route({
         .max(60_000, { error: "must be at most 60000 characters" }),
     }).nullish().describe(
       "The session's final answer, which the platform comments on the pull request once",
+    ),
+    check: z.object({
+      conclusion: z.enum(["success", "failure"], { error: "must be success or failure" }),
+      log_tail: z.string({ error: "must be a string" }).refine(
+        (tail) => utf8Bytes(tail) <= CHECK_LOG_TAIL_MAX_BYTES,
+        { error: `must be at most ${CHECK_LOG_TAIL_MAX_BYTES} bytes of UTF-8` },
+      ).describe("The check's output, its last 20 lines"),
+      head_sha: z.string({ error: "must be a string" }).regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, {
+        error: "must be a commit's full hexadecimal id",
+      }).describe("The commit the check ran on: the pushed branch's head"),
+      duration_seconds: z.number({ error: "must be a number" })
+        .min(0, { error: "must be >= 0" }).max(604_800, { error: "must be at most 604800" }),
+    }).nullish().describe(
+      "The agents' own check of the pushed head (contract §20): the platform reports it on the " +
+        "commit as the check run `agents / check` and says it in the pull request's footer",
     ),
   }),
   response: z.object({
@@ -524,6 +557,7 @@ export const SESSION_STEP_KINDS = [
   "tool_result",
   "approval",
   "result",
+  "setup",
 ] as const;
 /** Steps in one batch: 200 steps with a whole detail each are about 0.9 MB, under 1 MiB. */
 export const SESSION_STEPS_PER_BATCH = 200;

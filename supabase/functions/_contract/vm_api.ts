@@ -151,6 +151,29 @@ const reviewers = z.array(
     error: "must not name a login twice",
   });
 
+/** A Debian package name (contract §20), as the runner hands it to apt. */
+export const DEBIAN_PACKAGE_NAME = /^[a-z0-9][a-z0-9+.-]{0,63}$/;
+export const SYSTEM_PACKAGES_MAX = 50;
+export const CHECK_COMMAND_MAX = 2000;
+
+const systemPackages = z.array(z.string({ error: "must be an array of package names" }), {
+  error: "must be an array of Debian package names",
+}).max(SYSTEM_PACKAGES_MAX, { error: `must name at most ${SYSTEM_PACKAGES_MAX} packages` })
+  .superRefine((names, ctx) => {
+    for (const name of names) {
+      if (DEBIAN_PACKAGE_NAME.test(name)) continue;
+      ctx.addIssue({
+        code: "custom",
+        message: `${JSON.stringify(name.slice(0, 80))} is not a Debian package name (1 to 64 ` +
+          "lower case letters, digits, +, - and ., starting with a letter or digit)",
+      });
+    }
+  });
+
+const checkCommand = z.string({ error: "must be a string, or null for none" }).trim()
+  .min(1, { error: "must not be empty: null clears it" })
+  .max(CHECK_COMMAND_MAX, { error: `must be at most ${CHECK_COMMAND_MAX} characters` });
+
 /** The Project resource, as status and update answer it. */
 const project = z.object({
   id: z.uuid(),
@@ -189,6 +212,13 @@ const project = z.object({
   ),
   reviewers: z.array(z.string()).describe(
     "GitHub logins asked to review once the team is done with a pull request",
+  ),
+  system_packages: z.array(z.string()).describe(
+    "Debian packages the runner installs once per VM, as root, before setup (contract §20)",
+  ),
+  check_command: z.string().nullable().describe(
+    "How the project proves a change, run after every session that leaves commits; null: " +
+      "the repository's .agents/check.sh, if any (contract §20)",
   ),
   month_to_date_cost_usd: z.number().describe("This UTC month's model and compute cost"),
   month_to_date: z.object({
@@ -241,9 +271,9 @@ export const status = action({
 
 export const update = action({
   summary: "Renames the project, changes its repository, its cost control (idle stop, " +
-    "schedule, monthly budget) or its pull request settings (owners and admins); answers the " +
-    "project as status does. A change of the repository or the delivery is sent to the VM " +
-    "(update_manifest).",
+    "schedule, monthly budget), its pull request settings or its environment (system_packages, " +
+    "check_command) (owners and admins); answers the project as status does. A change of the " +
+    "repository, the delivery or the environment is sent to the VM (update_manifest).",
   request: z.object({
     action: z.literal("update"),
     project_id: projectId,
@@ -269,6 +299,12 @@ export const update = action({
     reviewers: reviewers.optional().describe(
       "At most 15 GitHub logins asked to review once the team approved or ran out of rounds " +
         "(default none)",
+    ),
+    system_packages: systemPackages.optional().describe(
+      `Debian package names, at most ${SYSTEM_PACKAGES_MAX} (default none)`,
+    ),
+    check_command: checkCommand.nullable().optional().describe(
+      "A shell command; null: the repository's .agents/check.sh (the default)",
     ),
   }),
   response: z.object({ project }),

@@ -59,15 +59,15 @@ select throws_ok(
   'interrupt_agent without its agent is refused');
 select throws_ok(
   $$select public.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'reboot', '{}')$$,
-  '22023', 'Command type must be start_agents, stop_agents, restart_agents or interrupt_agent',
+  '22023', 'Command type must be start_agents, stop_agents, restart_agents, interrupt_agent or retry_setup',
   'an unknown command type is refused');
 select throws_ok(
   $$select public.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'deliver_message', '{}')$$,
-  '22023', 'Command type must be start_agents, stop_agents, restart_agents or interrupt_agent',
+  '22023', 'Command type must be start_agents, stop_agents, restart_agents, interrupt_agent or retry_setup',
   'a platform-only command type is refused');
 select throws_ok(
   $$select public.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', null, '{}')$$,
-  '22023', 'Command type must be start_agents, stop_agents, restart_agents or interrupt_agent',
+  '22023', 'Command type must be start_agents, stop_agents, restart_agents, interrupt_agent or retry_setup',
   'a missing command type is refused');
 select throws_ok(
   $$select public.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'start_agents', '{"force": true}')$$,
@@ -237,7 +237,7 @@ select throws_ok(
 select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
 select throws_ok(
   $$select private.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'reboot', '{}')$$,
-  'VA400', 'Command type must be start_agents, stop_agents, restart_agents or interrupt_agent',
+  'VA400', 'Command type must be start_agents, stop_agents, restart_agents, interrupt_agent or retry_setup',
   'queue_vm_command refuses an unknown type with VA400');
 select throws_ok(
   $$select private.queue_vm_command('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'start_agents', '{"force": true}')$$,

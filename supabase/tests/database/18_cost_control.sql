@@ -6,7 +6,7 @@
 -- told with.
 begin;
 \ir fixtures.psql
-select plan(38);
+select plan(39);
 
 -- P1 (active) and P2 (stopped) of the member's organization, the member their owner.
 select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
@@ -143,6 +143,18 @@ update public.projects set status = 'active', idle_stop_minutes = 10
   where id = 'dddddddd-dddd-4ddd-8ddd-dddddddddddd';
 update private.project_costs set last_activity_at = now() - interval '6 minutes'
   where project_id = 'dddddddd-dddd-4ddd-8ddd-dddddddddddd';
+-- An agent reported active keeps the project busy. A health report that changes nothing writes no
+-- agent row: the roster's newest report (a minute ago) says so, however old the row.
+insert into public.project_agents (project_id, name, status, last_reported_at)
+  values ('dddddddd-dddd-4ddd-8ddd-dddddddddddd', 'lead', 'active', now() - interval '20 minutes');
+insert into public.vm_health_snapshots
+  (project_id, cpu_percent, memory_percent, disk_percent, agents, health_status, reported_at)
+values ('dddddddd-dddd-4ddd-8ddd-dddddddddddd', 1, 1, 1, '[{"name": "lead", "status": "active"}]',
+  'healthy', now() - interval '1 minute');
+select is(private.enforce_idle_stops(now(), 10, 100), '{"warned": 0, "stopped": 0}'::jsonb,
+  'an agent the newest health report has active keeps the project busy');
+delete from public.vm_health_snapshots where project_id = 'dddddddd-dddd-4ddd-8ddd-dddddddddddd';
+delete from public.project_agents where project_id = 'dddddddd-dddd-4ddd-8ddd-dddddddddddd';
 select is(private.enforce_idle_stops(now(), 10, 100), '{"warned": 1, "stopped": 0}'::jsonb,
   'five minutes before the deadline (half of ten): warned');
 select is(private.enforce_idle_stops(now(), 10, 100), '{"warned": 0, "stopped": 0}'::jsonb,

@@ -12,6 +12,8 @@ export const STEP_KINDS: Record<string, { icon: string; label: string }> = {
   tool_result: { icon: "📄", label: "Tool result" },
   approval: { icon: "✋", label: "Approval" },
   result: { icon: "🏁", label: "Result" },
+  // The repository's .agents/setup.sh and the system packages (contract §20).
+  setup: { icon: "🧰", label: "Setup" },
 };
 
 export function stepItem(step: SessionStep): HTMLLIElement {

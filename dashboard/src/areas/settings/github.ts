@@ -2,9 +2,9 @@
  * Settings' GitHub (contract §16): the connection (vm-api `status`'s `project.github`: a GitHub
  * project with the App installed, the link to install it, or a repository that is not on GitHub),
  * the person's GitHub account and whose push access verified the repository (contract §18,
- * github_verification.ts), and how the agents' work is delivered — by pull request or by push, drafts, the issues label,
- * the branch prefix, the CI fix rounds — which every member reads and owners and admins change
- * (vm-api `update`).
+ * github_verification.ts), and how the agents' work is delivered — by pull request or by push,
+ * drafts, the issues label, the branch prefix, the CI fix rounds — which every member reads and
+ * owners and admins change (vm-api `update`).
  */
 import type { AreaContext } from "../../area.ts";
 import {

@@ -4,7 +4,8 @@
  * comments (the agents stopped fixing checks; an issue taken, with the dashboard's address), the
  * check runs of a failed head commit listed so that one `checks` follow-up names every failed
  * check, and a pull request whose base moved asked whether it still merges (a `conflict`
- * follow-up when it does not). At least once: an action is claimed for a while, marked done
+ * follow-up when it does not), and the agents' own check created as a check run on its commit
+ * (agents_check.ts). At least once: an action is claimed for a while, marked done
  * after GitHub answered, and tried again by a later run when it was not (GitHub's limits, an
  * outage, a check still running, a mergeability GitHub is still computing).
  *
@@ -15,6 +16,7 @@ import type { Config } from "../config.ts";
 import type { Sql } from "../db.ts";
 import { describeError, type Logger } from "../log.ts";
 import { dashboardUrl } from "../notifications/compose.ts";
+import { AGENTS_CHECK_NAME, createCheckRun } from "./agents_check.ts";
 import { tokenOctokit } from "./app.ts";
 import { GitHubWriteDeferred, paceWrites } from "./pacing.ts";
 import { handOver, postTeamReview, type TeamReview } from "./team_review.ts";
@@ -38,12 +40,24 @@ const RETRY_SECONDS = 30;
 const WAIT_SECONDS = 20;
 /** Waits for running checks before the failed ones so far are sent back anyway. */
 const CHECK_WAITS = 10;
-/** The conclusions the agents are asked to fix (cancelled, action_required and the rest not). */
+/**
+ * The conclusions the agents are asked to fix (cancelled, action_required and the rest not), on
+ * any check run but the platform's own `agents / check` (contract §20: the runner already sent
+ * its failure back).
+ */
 export const FAILED_CONCLUSIONS: ReadonlySet<string> = new Set(["failure", "timed_out"]);
 
 interface Action {
   id: string;
-  kind: "reaction" | "comment" | "issue_taken" | "checks" | "mergeable" | "review" | "ready";
+  kind:
+    | "reaction"
+    | "comment"
+    | "issue_taken"
+    | "checks"
+    | "mergeable"
+    | "check_run"
+    | "review"
+    | "ready";
   repository: string;
   number: number | null;
   comment_id: string | null;
@@ -54,6 +68,8 @@ interface Action {
   attempts: number;
   project_id: string;
   organization_id: string;
+  /** check_run: what agents_check.ts queued. */
+  details: Parameters<typeof createCheckRun>[3] | null;
 }
 
 /** The outcome of one action: done, or to be tried again in `retry` seconds. */
@@ -180,6 +196,9 @@ async function perform(deps: FollowUpDeps, octokit: Octokit, action: Action): Pr
         projectId: action.project_id,
       });
       return { done: true };
+    case "check_run":
+      await createCheckRun(octokit, { owner, repo }, action.head_sha!, action.details!);
+      return { done: true };
   }
 }
 
@@ -214,7 +233,8 @@ async function checksFollowUp(
     return { done: false, retry: WAIT_SECONDS, why: "checks still running" };
   }
   const failed = runs.filter((r) =>
-    r.status === "completed" && FAILED_CONCLUSIONS.has(r.conclusion ?? "")
+    r.status === "completed" && FAILED_CONCLUSIONS.has(r.conclusion ?? "") &&
+    r.name !== AGENTS_CHECK_NAME
   )
     .map((r) => ({
       name: r.name,

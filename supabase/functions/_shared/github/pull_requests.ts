@@ -17,6 +17,12 @@ import type { Config } from "../config.ts";
 import type { Sql } from "../db.ts";
 import { describeError, type Logger } from "../log.ts";
 import { dashboardUrl } from "../notifications/compose.ts";
+import {
+  type AgentsCheckConclusion,
+  agentsCheckLine,
+  queueCheckRun,
+  recordAgentsCheck,
+} from "./agents_check.ts";
 import { statusOf, tokenOctokit } from "./app.ts";
 import { pullRequestsPossible } from "./delivery.ts";
 import { GitHubWriteDeferred, paceWrites } from "./pacing.ts";
@@ -62,6 +68,8 @@ interface Claimed {
   input_tokens: number;
   output_tokens: number;
   cost_usd: number;
+  /** The agents' own check of the head, last reported (contract §20). */
+  agents_check: AgentsCheckConclusion | null;
 }
 
 interface GitHubPull {
@@ -148,7 +156,8 @@ export async function deliverPullRequest(
     token.installationId,
     { maxWaitMs: Math.min(10_000, Math.floor(config.requestDeadlineMs / 3)) },
   );
-  const body = pullRequestBody(row, {
+  const agentsCheck = await recordAgentsCheck(sql, row.id, row.agents_check, report.check);
+  const body = pullRequestBody({ ...row, agents_check: agentsCheck }, {
     dashboard: dashboardUrl(config.notifications.siteUrl, {
       org: project.organization_id,
       project: project.project_id,
@@ -174,6 +183,15 @@ export async function deliverPullRequest(
           ${repositoryKey(repository)}, 'comment', ${pull.number},
           ${`**${report.agent}**: ${report.answer.text}`.slice(0, 60_000)})
         on conflict (key) do nothing`;
+    }
+    if (report.check) {
+      // The check run on the head commit (agents_check.ts), done by the same worker.
+      await queueCheckRun(sql, {
+        id: row.id,
+        projectId: project.project_id,
+        repository: repositoryKey(repository),
+        number: pull.number,
+      }, report.check);
     }
     log.info("pull request delivered", {
       number: pull.number,
@@ -247,7 +265,7 @@ function branchRefused(branch: string): ApiError {
 
 /**
  * The body: what was asked, who asked, the agent, `Closes #<n>` for an issue's task, and the
- * footer the platform keeps current.
+ * footer the platform keeps current (with the agents' own check, when one was reported).
  */
 export function pullRequestBody(
   row: Pick<
@@ -261,6 +279,7 @@ export function pullRequestBody(
     | "input_tokens"
     | "output_tokens"
     | "cost_usd"
+    | "agents_check"
   >,
   links: { dashboard: string },
 ): string {
@@ -278,6 +297,7 @@ export function pullRequestBody(
     `Sessions: ${row.sessions} · tokens: ${tokens(row.input_tokens)} in, ` +
     `${tokens(row.output_tokens)} out · cost so far: $${Number(row.cost_usd).toFixed(2)} · ` +
     `[dashboard](${links.dashboard})`,
+    ...agentsCheckLine(row.agents_check),
     "",
     "<sub>Opened by the agents platform; this footer is kept current.</sub>",
   ].join("\n");

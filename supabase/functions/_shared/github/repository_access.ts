@@ -23,13 +23,20 @@ export async function provePushAccess(
   repository: GitHubRepository,
 ): Promise<Proof> {
   const { config, sql, log } = deps;
-  const { login, token } = await userToken(deps, userId);
   const name = `${repository.owner}/${repository.repo}`;
+  const { login, token } = await userToken(deps, userId);
+  const ask = async (token: string) =>
+    (await tokenOctokit(config.github, token, log).request("GET /repos/{owner}/{repo}", {
+      owner: repository.owner,
+      repo: repository.repo,
+    })).data;
   try {
-    const { data } = await tokenOctokit(config.github, token, log).request(
-      "GET /repos/{owner}/{repo}",
-      { owner: repository.owner, repo: repository.repo },
-    );
+    // A 401 once: the kept token may have ended early; its refresh token is tried before the
+    // person is asked to connect again (userToken says so when GitHub refuses the refresh).
+    const data = await ask(token).catch(async (error) => {
+      if (statusOf(error) !== 401) throw error;
+      return await ask((await userToken(deps, userId, true)).token);
+    });
     if (data.permissions?.push || data.permissions?.admin) return { verified: true, login };
   } catch (error) {
     const status = statusOf(error);

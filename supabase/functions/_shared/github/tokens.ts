@@ -15,8 +15,9 @@ import { type GitHubRepository, repositoryKey } from "./repository.ts";
 
 /**
  * What a token may do, by who holds it (contract §18): the VM's writes code only; the
- * platform's opens and comments on pull requests and issues, reads checks and collaborators'
- * permissions, and deletes the branches of its ended pull requests. Neither leaves its holder.
+ * platform's opens and comments on pull requests and issues, reads checks and creates its own
+ * (`agents / check`, contract §20), reads collaborators' permissions, and deletes the branches of
+ * its ended pull requests. Neither leaves its holder.
  */
 export const TOKEN_PERMISSIONS = {
   vm: { contents: "write", metadata: "read" },
@@ -24,7 +25,7 @@ export const TOKEN_PERMISSIONS = {
     contents: "write",
     pull_requests: "write",
     issues: "write",
-    checks: "read",
+    checks: "write",
     metadata: "read",
   },
 } as const;

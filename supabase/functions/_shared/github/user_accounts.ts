@@ -101,10 +101,15 @@ export async function keepAccount(
 }
 
 /**
- * `userId`'s account and a token good now (refreshed if it expired), or 409
- * `github_account_required` when none is connected or GitHub no longer takes it.
+ * `userId`'s account and a token good now (refreshed if it expired, or with `refresh` when GitHub
+ * just refused the one kept: it may have ended early), or 409 `github_account_required` when
+ * none is connected or GitHub no longer takes it.
  */
-export async function userToken(deps: AccountDeps, userId: string): Promise<UserToken> {
+export async function userToken(
+  deps: AccountDeps,
+  userId: string,
+  refresh = false,
+): Promise<UserToken> {
   const { config, sql, log } = deps;
   const [row] = await sql<
     {
@@ -124,7 +129,7 @@ export async function userToken(deps: AccountDeps, userId: string): Promise<User
   }
   const key = projectSecretsKey(config, log);
   const expiresAt = row.access_expires_at ? new Date(row.access_expires_at).getTime() : Infinity;
-  if (expiresAt - REFRESH_MARGIN_MS > Date.now()) {
+  if (!refresh && expiresAt - REFRESH_MARGIN_MS > Date.now()) {
     return { login: row.login, token: await decryptSecret(key, fromHex(row.access_sealed)) };
   }
   if (!row.refresh_sealed) throw reconnect(row.login);

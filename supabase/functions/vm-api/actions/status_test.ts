@@ -53,6 +53,7 @@ Deno.test("status shows a member the project and its latest activity", async (t)
       "agents_label",
       "branch_prefix",
       "budget_alert_percent",
+      "check_command",
       "ci_fix_rounds",
       "created_at",
       "delivery",
@@ -79,6 +80,7 @@ Deno.test("status shows a member the project and its latest activity", async (t)
       "status",
       "status_changed_at",
       "stuck",
+      "system_packages",
       "updated_at",
       "vm_size",
     ]);
@@ -100,6 +102,9 @@ Deno.test("status shows a member the project and its latest activity", async (t)
     assert.equal(project.region, "australiaeast");
     assert.equal(project.vm_size, "Standard_D2s_v3");
     assert.equal(project.repository_url, null, "no repository unless one is given");
+    // The environment (contract §20): no packages, no check_command unless set.
+    assert.deepEqual(project.system_packages, []);
+    assert.equal(project.check_command, null);
     assert.equal(project.repository_branch, "main");
     assert.equal(project.last_error, null);
     assert.equal(project.stuck, false);

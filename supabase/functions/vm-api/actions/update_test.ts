@@ -230,6 +230,106 @@ Deno.test("update_manifest goes only to a VM that is up or coming up", async (t)
   }
 });
 
+Deno.test("update sets the environment (contract §20): system_packages and check_command", async (t) => {
+  await using stack = await inProcess(ACTION_ENV);
+  const { sql } = stack.db;
+  const api = vmApi(stack);
+  const owner = await createUser(sql);
+  const org = await createOrganization(sql, [owner]);
+  const projectId = await createProject(sql, org, [owner], { status: "active" });
+  const update = (userId: string, fields: Record<string, unknown>) =>
+    api.act(userId, "update", projectId, fields);
+
+  await t.step("the owner sets both; status answers them; update_manifest is queued", async () => {
+    const { project } = ok<{ project: Project }>(
+      await update(owner, {
+        system_packages: ["ripgrep", "libpq-dev", "g++", "python3.11"],
+        check_command: "  npm test  ",
+      }),
+    );
+    assert.deepEqual(project.system_packages, ["ripgrep", "libpq-dev", "g++", "python3.11"]);
+    assert.equal(project.check_command, "npm test", "trimmed");
+    const status = (await api.status(owner, projectId)).project;
+    assert.deepEqual(status.system_packages, project.system_packages);
+    assert.equal(status.check_command, "npm test");
+    assert.deepEqual(await manifestState(sql, projectId), {
+      revision: 2,
+      commands: [{ revision: 2 }],
+    });
+    assert.deepEqual(await activityRows(sql, projectId, "project_updated"), [{
+      details: {
+        system_packages: ["ripgrep", "libpq-dev", "g++", "python3.11"],
+        check_command: "npm test",
+      },
+    }]);
+  });
+
+  await t.step("check_command null clears it; [] clears the packages", async () => {
+    const { project } = ok<{ project: Project }>(
+      await update(owner, { check_command: null, system_packages: [] }),
+    );
+    assert.equal(project.check_command, null);
+    assert.deepEqual(project.system_packages, []);
+    assert.ok((await manifestState(sql, projectId)).revision > 2);
+  });
+
+  await t.step("a plain member gets 403 not_project_admin; nothing changes", async () => {
+    const member = await createUser(sql);
+    await addMember(sql, projectId, member, "member");
+    const answer = await update(member, { system_packages: ["curl"], check_command: "true" });
+    assert.equal(refused(answer, 403, "not_project_admin"), NOT_AN_ADMIN);
+    const status = (await api.status(owner, projectId)).project;
+    assert.deepEqual(status.system_packages, []);
+    assert.equal(status.check_command, null);
+  });
+
+  await t.step("a name that is not a Debian package name is 400 naming it", async () => {
+    const cases: [unknown, string][] = [
+      [["curl", "Bad_Name"], '"Bad_Name" is not a Debian package name'],
+      [["curl; rm -rf /"], '"curl; rm -rf /" is not a Debian package name'],
+      [["-o"], '"-o" is not a Debian package name'],
+      [[""], '"" is not a Debian package name'],
+      [["a".repeat(65)], `"${"a".repeat(65)}" is not a Debian package name`],
+      [Array.from({ length: 51 }, (_, i) => `p${i}`), "must name at most 50 packages"],
+      ["curl", "must be an array of Debian package names"],
+      [[7], "must be an array of package names"],
+    ];
+    for (const [packages, message] of cases) {
+      const answer = await update(owner, { system_packages: packages });
+      const error = refused(answer, 400, "invalid_request");
+      assert.ok(
+        error.startsWith("system_packages") && error.includes(message),
+        `${JSON.stringify(packages).slice(0, 60)}: ${error}`,
+      );
+    }
+    ok(await update(owner, { system_packages: Array.from({ length: 50 }, (_, i) => `p${i}`) }));
+    assert.equal((await api.status(owner, projectId)).project.system_packages.length, 50);
+  });
+
+  await t.step("a check_command empty or too long is 400", async () => {
+    for (
+      const [command, message] of [
+        ["   ", "check_command: must not be empty: null clears it"],
+        ["x".repeat(2001), "check_command: must be at most 2000 characters"],
+        [42, "check_command: must be a string, or null for none"],
+      ] as const
+    ) {
+      assert.equal(refused(await update(owner, { check_command: command }), 400), message);
+    }
+  });
+
+  await t.step("the database refuses what vm-api would (an operator's own UPDATE)", async () => {
+    await assert.rejects(
+      sql`update public.projects set system_packages = '{"Not Debian"}' where id = ${projectId}`,
+      /projects_system_packages_check/,
+    );
+    await assert.rejects(
+      sql`update public.projects set check_command = '' where id = ${projectId}`,
+      /projects_check_command_check/,
+    );
+  });
+});
+
 Deno.test("update sets the team review's rounds and reviewers (contract §21), checked", async (t) => {
   await using stack = await inProcess(ACTION_ENV);
   const { sql } = stack.db;

@@ -84,7 +84,10 @@ Deno.test("/commands/poll: commands queued by members, polled and leased by the 
     assert.equal(nobody.code, "42501");
     const badType = await pgError(() => queueCommand(db.sql, userId, projectId, "reboot_vm"));
     assert.equal(badType.code, "22023");
-    assert.match(badType.message, /start_agents, stop_agents, restart_agents or interrupt_agent/);
+    assert.match(
+      badType.message,
+      /start_agents, stop_agents, restart_agents, interrupt_agent or retry_setup/,
+    );
     // Only the dashboard's three types: the platform's own types are not for users to forge.
     for (const type of ["deliver_message", "approval_decision", "update_persona_files"]) {
       assert.equal(

@@ -1,7 +1,8 @@
 /**
  * The VM's manifest (contract §10): the project's repository, its secrets and their revision, its
  * monthly budget with this month's cost so far (§11a: what a session may spend) and how the agents
- * deliver (§16: pull_request only for a GitHub project with the App, else push), read in one
+ * deliver (§16: pull_request only for a GitHub project with the App, else push) and its
+ * environment (§20: system_packages, check_command), read in one
  * statement (so the revision is the one of what it answers). The database holds the
  * secrets sealed; they are opened here, with the functions' key, for this answer only: not for
  * the request log, a log line or anything else.
@@ -118,6 +119,8 @@ export const manifest = defineRoute(contract, {
           'month', to_char(c.month, 'YYYY-MM')) end,
       'delivery', jsonb_build_object('setting', p.delivery, 'branch_prefix', p.branch_prefix,
         'draft', p.draft_pull_requests, 'review_rounds', p.review_rounds),
+      'environment', jsonb_build_object('system_packages', to_jsonb(p.system_packages),
+        'check_command', p.check_command),
       'github_verified', exists (select 1 from private.project_github_verification(p.id)))
     from public.projects p
     join public.month_to_date_costs c on c.project_id = p.id

@@ -1,6 +1,7 @@
 /**
  * POST /vm-reporter/manifest (contract §10), in process against the real database: the VM gets its
- * project's repository, its secrets opened and the revision, which changes on every change (and
+ * project's repository, its secrets opened, its environment (system_packages, check_command) and
+ * the revision, which changes on every change (and
  * only then) and is what update_manifest carries; only its own project's, only with its token; the
  * request log has the call and never the answer; no value reaches a log line; without the key,
  * or with a key other than the one that sealed a secret, 503 secrets_unavailable.
@@ -24,6 +25,8 @@ import type { Manifest } from "../../_contract/reporter.ts";
 const ENV = { VM_REPORTER_RATE_LIMIT: "100000", VM_API_RATE_LIMIT: "100000" };
 /** Not a GitHub project here: the agents push (contract §16). */
 const PUSH = { mode: "push", branch_prefix: "agents/", draft: false, review_rounds: 2 };
+/** No system packages and no check_command (contract §20). */
+const NO_ENVIRONMENT = { system_packages: [], check_command: null };
 const TOKEN_VALUE = "ghp_manifestSecretValue_9876543210";
 const API_KEY_VALUE = "sk-ant-manifest-ünïcödé-value";
 
@@ -49,6 +52,7 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       revision: 1,
       budget: null,
       delivery: PUSH,
+      environment: NO_ENVIRONMENT,
     });
   });
 
@@ -62,6 +66,7 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       revision: 4,
       budget: null,
       delivery: PUSH,
+      environment: NO_ENVIRONMENT,
     });
   });
 
@@ -89,6 +94,9 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       ["budget set", () => act("update", { monthly_budget_usd: 25 })],
       ["draft pull requests", () => act("update", { draft_pull_requests: true })],
       ["branch prefix", () => act("update", { branch_prefix: "bots/" })],
+      ["system packages", () => act("update", { system_packages: ["ripgrep", "libpq-dev"] })],
+      ["check command", () => act("update", { check_command: "deno task test" })],
+      ["check command cleared", () => act("update", { check_command: null })],
     ];
     let last = (await manifest()).revision;
     for (const [what, change] of changes) {
@@ -99,12 +107,15 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
     }
     await act("update", { name: "Renamed" });
     assert.equal((await manifest()).revision, last, "a rename is not a manifest change");
+    await act("update", { system_packages: ["ripgrep", "libpq-dev"] });
+    assert.equal((await manifest()).revision, last, "the same packages again change nothing");
     const { budget, ...rest } = await manifest();
     assert.deepEqual(rest, {
       repository: null,
       secrets: { GIT_TOKEN: `${TOKEN_VALUE}2` },
       revision: last,
       delivery: { mode: "push", branch_prefix: "bots/", draft: true, review_rounds: 2 },
+      environment: { system_packages: ["ripgrep", "libpq-dev"], check_command: null },
     });
     // What a session may spend: the budget and this UTC month's cost so far (§11a).
     assert.equal(budget?.monthly_usd, 25);
@@ -123,6 +134,7 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       revision: 1,
       budget: null,
       delivery: PUSH,
+      environment: NO_ENVIRONMENT,
     });
     assertUnauthorized(await vm.post("/manifest", {}, { token: other.token }));
     assertUnauthorized(await vm.post("/manifest", {}, { token: null }));

@@ -13,16 +13,26 @@
  * the project or whose session that agent reported starting — or one whose pull request the
  * platform opened for that agent already (a follow-up's push); anything else is 422
  * `pull_request_branch_refused`. And only a project whose repository a person proved gets one.
+ *
+ * A report with the agents' own `check` (contract §20) has it said in the footer and created as
+ * the check run `agents / check` on its head commit (_shared/github/agents_check.ts).
  */
 import { ApiError } from "../../_contract/errors.ts";
 import { type PullRequestReport, pullRequests as contract } from "../../_contract/reporter.ts";
+import { performGitHubActions } from "../../_shared/github/follow_ups.ts";
 import { deliverPullRequest, type ProjectFacts } from "../../_shared/github/pull_requests.ts";
 import { defineRoute, type Finish } from "../route.ts";
 
 const deliver: Finish = async (data, { services, log }) => {
   if (data === null) throw new ApiError("project_not_found", "This project no longer exists");
   const { report, ...project } = data as ProjectFacts & { report: PullRequestReport };
-  return await deliverPullRequest({ ...services, log }, project, report);
+  const answer = await deliverPullRequest({ ...services, log }, project, report);
+  if (report.check) {
+    // The check run (and the answer's comment) now, after the answer; whatever this misses, the
+    // reconciler's next run does (follow_ups.ts).
+    services.background.run("github actions", () => performGitHubActions({ ...services, log }));
+  }
+  return answer;
 };
 
 export const pullRequests = defineRoute(contract, {

@@ -7,7 +7,7 @@
  * 409; GitHub's limits and outages 503 with Retry-After (the spool sends it again); 401.
  */
 import assert from "node:assert/strict";
-import { DEMO_OWNER, githubFaults } from "../../../../local/github/server.ts";
+import { DEMO_OWNER, githubFaults, type GitHubStandIn } from "../../../../local/github/server.ts";
 import { FOOTER_MARKER } from "../../_shared/github/pull_requests.ts";
 import {
   connectGitHub,
@@ -16,7 +16,7 @@ import {
   startTask,
   withGitHubPlatform,
 } from "../../../../tests/helpers/github_platform.ts";
-import { ok, vmApi } from "../../../../tests/helpers/vm_api.ts";
+import { eventually, ok, vmApi } from "../../../../tests/helpers/vm_api.ts";
 import {
   assertError,
   assertUnauthorized,
@@ -181,6 +181,97 @@ Deno.test("/pull-requests: a project not on GitHub is 409, a wrong body 400", ()
       select count(*)::int from private.pull_requests`;
     assert.equal(count, 0, "nothing recorded");
   }));
+
+Deno.test("/pull-requests with the agents' check: agents / check on the head, the footer, never a follow-up", () =>
+  withGitHubPlatform(async (gh, stack) => {
+    const { sql } = stack.db;
+    gh.install(DEMO_OWNER, [REPO]);
+    await gh.deliveriesSettled();
+    const api = vmApi(stack);
+    const { projectId, token, userId } = await setupProject(sql);
+    await connectGitHub(gh, stack, userId);
+    ok(
+      await api.act(userId, "update", projectId, {
+        repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
+      }),
+    );
+    const vm = reporter(stack, projectId, token);
+    await startTask(vm, "builder", "Add a login page", report("").task_id);
+    const failing = await pushBranch(gh, BRANCH);
+    const checked = (conclusion: "success" | "failure", headSha: string, log: string) => ({
+      ...report("Please add a login page."),
+      check: { conclusion, log_tail: log, head_sha: headSha, duration_seconds: 12.5 },
+    });
+
+    await t_step("a bad check is 400, never a 500, and nothing is recorded");
+    for (
+      const [check, field] of [
+        [
+          { ...checked("failure", failing, "x".repeat(4097)).check },
+          /log_tail: must be at most 4096 bytes/,
+        ],
+        [
+          { ...checked("failure", failing, "é".repeat(2049)).check },
+          /log_tail: must be at most 4096 bytes/,
+        ],
+        [{ ...checked("failure", "HEAD", "x").check }, /head_sha/],
+        [{ ...checked("failure", failing, "x").check, conclusion: "neutral" }, /conclusion/],
+        [{ ...checked("failure", failing, "x").check, duration_seconds: -1 }, /duration_seconds/],
+      ] as const
+    ) {
+      assertError(await vm.post("/pull-requests", { ...report("x"), check }), 400, field);
+    }
+    const [{ count }] = await sql<[{ count: number }]>`
+      select count(*)::int from private.pull_requests`;
+    assert.equal(count, 0);
+
+    await t_step("a failing check: agents / check failure on the head, with the log; the footer");
+    const tail = "FAIL login_test.ts\n1 test failed";
+    const opened = await vm.ok("/pull-requests", checked("failure", failing, tail));
+    const runs = await eventually(() => checkRunsOf(gh, failing));
+    assert.deepEqual(runs.map((r) => [r.name, r.app, r.status, r.conclusion]), [
+      ["agents / check", gh.app.slug, "completed", "failure"],
+    ]);
+    assert.ok(runs[0]!.output.text?.includes(tail), runs[0]!.output.text ?? "");
+    assert.match(runs[0]!.output.summary ?? "", /failed on this commit \(12\.5 s\)/);
+    let body = gh.pulls(DEMO_OWNER, REPO)[0]!.body ?? "";
+    assert.match(body, /❌ The agents' check \(`agents \/ check`\) failed on the head commit/);
+
+    await t_step("its check_run webhook is no failed check for the follow-ups (§16)");
+    await gh.deliveriesSettled();
+    const [hook] = await sql<[{ outcome: string }]>`
+      select outcome from private.github_webhook_deliveries
+      where event = 'check_run' and payload #>> '{check_run,name}' = 'agents / check'`;
+    assert.equal(hook?.outcome, "ignored");
+    const followUps = await sql`
+      select 1 from private.github_actions where kind = 'checks'
+      union all select 1 from public.vm_commands where type = 'pull_request_feedback'`;
+    assert.equal(followUps.length, 0);
+
+    await t_step("a retried report creates no second check run");
+    assert.deepEqual(await vm.ok("/pull-requests", checked("failure", failing, tail)), opened);
+    await stack.reconcile();
+    assert.equal(gh.checkRuns(DEMO_OWNER, REPO, failing).length, 1);
+
+    await t_step("the next head passes: success there, and the footer says so");
+    const passing = await pushBranch(gh, BRANCH);
+    await vm.ok("/pull-requests", checked("success", passing, "ok"));
+    const [run] = await eventually(() => checkRunsOf(gh, passing));
+    assert.equal(run!.conclusion, "success");
+    body = gh.pulls(DEMO_OWNER, REPO)[0]!.body ?? "";
+    assert.match(body, /✅ The agents' check \(`agents \/ check`\) passed on the head commit/);
+
+    await t_step("a report without a check keeps the last one in the footer");
+    await vm.ok("/pull-requests", report("Please add a login page, again."));
+    body = gh.pulls(DEMO_OWNER, REPO)[0]!.body ?? "";
+    assert.match(body, /✅ The agents' check/);
+  }));
+
+/** The head's check runs once there are some (the check run is made after the answer). */
+function checkRunsOf(gh: GitHubStandIn, sha: string) {
+  const found = gh.checkRuns(DEMO_OWNER, REPO, sha);
+  return Promise.resolve(found.length > 0 ? found : undefined);
+}
 
 /** A label in the test's output (the steps share one stand-in). */
 function t_step(name: string): Promise<void> {

@@ -69,8 +69,10 @@ Deno.test("/sessions/steps stores live sessions' steps", async (t) => {
       step(2, { kind: "tool_result", summary: "ok | 12 passed", detail: "ok | 12 passed\n" }),
       step(3, { kind: "approval", tool: "Bash", summary: "git push --force" }),
       step(4, { kind: "result", tool: undefined, summary: "Done: the tests pass." }),
+      // The repository's setup's output (contract §20).
+      step(5, { kind: "setup", tool: undefined, summary: "npm ci", detail: "added 12 packages" }),
     ];
-    assert.deepEqual(await vm.ok(ROUTE, { steps }), { accepted: 5, rejected: [] });
+    assert.deepEqual(await vm.ok(ROUTE, { steps }), { accepted: 6, rejected: [] });
     const rows = await stored(projectId);
     assert.deepEqual(
       rows.map((r) => ({ ...r, at: r.at.toISOString() })),
@@ -110,7 +112,7 @@ Deno.test("/sessions/steps stores live sessions' steps", async (t) => {
         index: 1,
         status: 400,
         code: "invalid_request",
-        error: "steps.1.kind: must be text, tool_use, tool_result, approval or result",
+        error: "steps.1.kind: must be text, tool_use, tool_result, approval, result or setup",
       },
       { index: 2, status: 400, code: "invalid_request", error: "steps.2.session_id: is required" },
       { index: 4, status: 400, code: "invalid_request", error: "steps.4: must be a JSON object" },

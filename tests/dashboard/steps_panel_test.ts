@@ -343,7 +343,7 @@ Deno.test("Agents area: Watch reads the session's latest steps; steps telemetry 
   await area.refresh([], new Set(["project_agents"]));
   assert.deepEqual(
     urls.map((u) => u.pathname.replace("/rest/v1/", "")).sort(),
-    ["agent_sessions", "agent_status", "session_steps", "watchdog_alerts"],
+    ["agent_sessions", "agent_status", "project_environment", "session_steps", "watchdog_alerts"],
     "other telemetry: the area's rows again, and the panel's new steps",
   );
   assert.ok(root.contains(panel), "the panel stays open across refreshes");
