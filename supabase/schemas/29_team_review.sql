@@ -450,6 +450,32 @@ grant execute on function private.expire_team_reviews(integer) to service_role;
 -- Keeping score
 -- -------------------------------------------------------------------------------------
 
+-- The agents' own check of a pull request's first push (contract §20's `check` on
+-- /pull-requests, kept as `agents_check` for the latest head, 28_project_environment.sql): the
+-- first one reported is kept for the scorecards' first check pass rate. (§20's audit events
+-- check_passed / check_failed name neither the task nor the branch, so they cannot say which pull
+-- request's first push they were.)
+alter table private.pull_requests
+  add column first_agents_check text constraint pull_requests_first_agents_check_check
+    check (first_agents_check in ('success', 'failure'));
+
+create or replace function private.keep_first_agents_check()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  new.first_agents_check := coalesce(new.first_agents_check, new.agents_check);
+  return new;
+end;
+$$;
+
+create trigger pull_requests_first_agents_check
+  before insert or update of agents_check on private.pull_requests
+  for each row
+  when (new.agents_check is not null and new.first_agents_check is null)
+  execute function private.keep_first_agents_check();
+
 /*
  * A view, security_invoker (each member reads what RLS lets them of the relations below, so
  * nobody reads another project's score), computed from what happened when read. A table kept by
@@ -464,9 +490,8 @@ grant execute on function private.expire_team_reviews(integer) to service_role;
  * - cost_usd: the agent's own sessions started in the month, with that model.
  * - cost_per_merged_pull_request_usd: every session on the merged ones (the author's, as the
  *   pull request's footer counts them, and the team's reviews) ÷ merged.
- * - first_check_pass_rate: over the pull requests whose task had §20's check before its first
- *   push (the audit events check_passed / check_failed with details.task_id, or
- *   details.branch, the earliest one).
+ * - first_check_pass_rate: over the pull requests whose first push carried §20's check (the
+ *   first `check` /pull-requests reported for it: first_agents_check).
  * - follow_ups: the pull_request_feedback commands for their branches.
  * - median_minutes_to_pull_request: from the task (its chat message, else its first
  *   session_started) to the pull request opened.
@@ -483,11 +508,7 @@ with facts as (
     1 as opened,
     (pr.state = 'merged')::integer as merged,
     (pr.state = 'closed')::integer as closed_unmerged,
-    (select e.action = 'check_passed' from public.audit_events e
-     where e.project_id = pr.project_id and e.action in ('check_passed', 'check_failed')
-       and (e.details ->> 'task_id' = pr.task_id
-            or (e.details ->> 'task_id' is null and e.details ->> 'branch' = pr.branch))
-     order by e.occurred_at limit 1) as first_check_passed,
+    pr.first_agents_check = 'success' as first_check_passed,
     nullif(pr.review_rounds, 0) as review_rounds,
     (select count(*) from public.vm_commands c
      where c.project_id = pr.project_id and c.type = 'pull_request_feedback'
@@ -527,14 +548,11 @@ select project_id, agent, model, period_start,
 from facts
 group by project_id, agent, model, period_start;
 
--- What the scorecards look up per pull request: its task's first check and first session, and
--- its branch's follow-ups (the audit events and commands of a busy project are many).
-create index audit_events_task_idx
+-- What the scorecards look up per pull request: its task's first session and its branch's
+-- follow-ups (the audit events and commands of a busy project are many).
+create index audit_events_task_started_idx
   on public.audit_events (project_id, (details ->> 'task_id'), occurred_at)
-  where action in ('check_passed', 'check_failed', 'session_started');
-create index audit_events_check_branch_idx
-  on public.audit_events (project_id, (details ->> 'branch'), occurred_at)
-  where action in ('check_passed', 'check_failed');
+  where action = 'session_started';
 create index vm_commands_feedback_branch_idx
   on public.vm_commands (project_id, (payload ->> 'branch'))
   where type = 'pull_request_feedback';

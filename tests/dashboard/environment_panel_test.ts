@@ -151,7 +151,7 @@ Deno.test("Agents reads project_environment and Retry setup queues retry_setup f
   assert.ok(read, "the panel reads the read model");
   assert.match(read.query, new RegExp(`project_id=eq\\.${P}`));
   const headings = [...root.querySelectorAll("h2")].map((h2) => h2.textContent);
-  assert.deepEqual(headings, ["Agents", "Environment", "Session history"]);
+  assert.deepEqual(headings, ["Agents", "Environment", "Session history", "Scorecards"]);
 
   const retry = root.querySelector<HTMLButtonElement>(
     'button[aria-label="Retry builder\'s setup"]',

@@ -8,7 +8,7 @@
 -- The GitHub side is tested against the stand-in (tests/integration/github_team_review_test.ts).
 begin;
 \ir fixtures.psql
-select plan(39);
+select plan(40);
 
 select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
   'P1', 'active', '11111111-1111-4111-8111-111111111111');
@@ -170,10 +170,14 @@ insert into public.cli_sessions (project_id, session_id, agent, model, started_a
   ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 's2', 'builder', 'opus', now() - interval '30 minutes', 0.75),
   ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'rs1', 'reviewer', 'sonnet', now() - interval '20 minutes', 0.5);
 update private.pull_requests set cost_usd = 2.0 where number = 7;
-insert into public.audit_events (project_id, agent, action, details, occurred_at) values
-  ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'builder', 'check_failed', '{"task_id": "t-7"}', now() - interval '50 minutes'),
-  ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'builder', 'check_passed', '{"task_id": "t-7"}', now() - interval '40 minutes'),
-  ('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'builder', 'check_passed', '{"branch": "agents/builder/b-000002"}', now() - interval '40 minutes');
+-- §20's check as /pull-requests reports it: #7's first push failed it, then passed; #8's passed.
+update private.pull_requests set agents_check = 'failure' where number = 7;
+update private.pull_requests set agents_check = 'success' where number = 7;
+update private.pull_requests set agents_check = 'success' where number = 8;
+select results_eq($$select number, agents_check, first_agents_check from private.pull_requests
+  where number in (7, 8) order by number$$,
+  $$values (7, 'success'::text, 'failure'::text), (8, 'success', 'success')$$,
+  'the first check reported is kept beside the latest');
 select tests.authenticate_as('11111111-1111-4111-8111-111111111111');
 select results_eq($$select pull_requests_opened, pull_requests_merged, pull_requests_closed_unmerged,
     merge_rate, first_check_pass_rate, cost_usd, cost_per_merged_pull_request_usd
