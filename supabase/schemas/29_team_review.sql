@@ -481,7 +481,7 @@ create trigger pull_requests_first_agents_check
  * nobody reads another project's score), computed from what happened when read. A table kept by
  * triggers would need triggers on five relations (pull requests, sessions, audit events,
  * commands, reviews) and redo a month's median on each change; reading is rare (a person
- * opening the Agents area, at most once a minute) and costs about 130 ms for a project with
+ * opening the Agents area, at most once a minute) and costs about 115 ms for a project with
  * 2,000 pull requests and 20,000 sessions (docs/github.md has the measurement).
  *
  * - A pull request counts in the month it was opened, for its agent and the model of the
