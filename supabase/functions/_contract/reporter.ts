@@ -244,6 +244,7 @@ export const commandType = z.enum([
   "interrupt_agent",
   "pull_request_feedback",
   "retry_setup",
+  "review_pull_request",
 ]);
 
 const command = z.object({
@@ -395,6 +396,12 @@ export const manifest = route({
         "A task's branch is <branch_prefix><agent>/<slug>-<6 hex of the task id>",
       ),
       draft: z.boolean().describe("The platform opens the pull requests as drafts"),
+      review_rounds: z.int().min(0).max(10).optional().describe(
+        "Team reviews per pull request at most (contract §21); 0: the team does not review. " +
+          "Above 0, report `reviewer` on /pull-requests when the roster has an agent with " +
+          "`reviews: pull_requests` other than the author: its pull requests open as drafts and " +
+          "each new head is a review_pull_request command",
+      ),
     }).optional().describe(
       "How the agents' work reaches the repository (contract §16). Always answered; a manifest " +
         "kept from before it existed is read as push",
@@ -441,6 +448,10 @@ export const pullRequests = route({
     requested_by: text(200).nullish().describe("Who asked (a person's name or a GitHub login)"),
     issue: z.int({ error: "must be an issue number" }).positive({ error: "must be > 0" })
       .nullish().describe("The issue the task came from: the body says Closes #<n>"),
+    reviewer: agentName.nullish().describe(
+      "The roster's agent with `reviews: pull_requests`, when it is not the author (contract " +
+        "§21): with the project's review_rounds above 0, this push is reviewed by it first",
+    ),
     answer: z.object({
       session_id: text(200).describe("The CLI's session id: one comment per session"),
       text: z.string({ error: "must be a string" })
@@ -473,6 +484,67 @@ export const pullRequests = route({
     409: "The project does not deliver by pull request (not a GitHub project, no GitHub App, " +
       "the App not installed, or delivery push): pull_requests_unavailable",
   },
+  spooled: true,
+});
+
+// --- /pull-requests/reviews (contract §21) -------------------------------------------------------
+
+/** A line comment of a team review, on the pull request's head. */
+const reviewComment = z.object({
+  path: text(1000).describe("The file, as the diff names it"),
+  line: z.int({ error: "must be a line number" }).positive({ error: "must be > 0" })
+    .describe("The line in the head's version of the file"),
+  body: z.string({ error: "must be a string" }).min(1, { error: "must not be empty" })
+    .max(20_000, { error: "must be at most 20000 characters" }),
+}, { error: "must be a JSON object" });
+
+const reviewOf = {
+  number: z.int({ error: "must be a pull request number" }).positive({ error: "must be > 0" })
+    .describe("The pull request the review_pull_request command named"),
+  head_sha: z.string({ error: "must be a string" })
+    .regex(/^[0-9a-f]{40,64}$/, { error: "must be a commit id (40 or 64 hex)" })
+    .describe("The head the review is of: the command's head_sha"),
+  reviewer: agentName.describe("The reviewing agent"),
+  session_id: text(200).nullish().describe("The review session (its cost counts on scorecards)"),
+};
+
+export const pullRequestReviews = route({
+  path: "/pull-requests/reviews",
+  summary: "The team's review of a pull request's head (contract §21): the platform posts it as " +
+    "one GitHub review by the App (event COMMENT, the verdict as the body's first line, line " +
+    "comments on the diff; one outside it moves into the body); request_changes is a " +
+    "pull_request_feedback (kind review) for the author on the same branch, approve (or the " +
+    "last round) marks the pull request ready and asks the project's reviewers. An answer the " +
+    "VM could not read is sent as `unreadable` and posted as a plain comment. A number the " +
+    "platform opened no pull request for, or a head no review_pull_request command named, is a " +
+    "400 report_rejected.",
+  request: z.union([
+    z.object({
+      ...reviewOf,
+      summary: z.string({ error: "must be a string" })
+        .max(60_000, { error: "must be at most 60000 characters" }),
+      verdict: z.enum(["approve", "request_changes"], {
+        error: "must be approve or request_changes",
+      }),
+      comments: z.array(reviewComment, { error: "must be an array" })
+        .max(100, { error: "must hold at most 100 comments" }).default([]),
+    }, { error: "must be a JSON object" }),
+    z.object({
+      ...reviewOf,
+      unreadable: z.string({ error: "must be a string" })
+        .max(60_000, { error: "must be at most 60000 characters" })
+        .describe("What could be read of an answer without a verdict the platform knows"),
+    }, { error: "must be a JSON object" }),
+  ], { error: "must hold verdict, summary and comments, or unreadable" }),
+  response: z.object({
+    recorded: z.boolean().describe("false: this head's review from this reviewer came before"),
+    outcome: z.enum(["changes_requested", "approved", "unreadable", "late", "duplicate"])
+      .describe(
+        "late: the pull request's pending review is not this head's (a person's review won, " +
+          "or a newer push): posted, nothing else",
+      ),
+    review_state: z.enum(["pending", "changes_requested", "approved", "skipped"]).nullable(),
+  }),
   spooled: true,
 });
 
@@ -651,6 +723,7 @@ export const REPORTER_ROUTES = [
   manifest,
   sessionSteps,
   pullRequests,
+  pullRequestReviews,
 ] as const;
 
 /** Path → route, for the routes the VM agent's socket takes from the team. */
@@ -676,6 +749,7 @@ export type ApprovalAck = RequestOf<typeof approvalsAck>;
 export type SessionStep = RequestOf<typeof sessionSteps>["steps"][number];
 export type SessionStepKind = (typeof SESSION_STEP_KINDS)[number];
 export type PullRequestReport = RequestOf<typeof pullRequests>;
+export type PullRequestReview = RequestOf<typeof pullRequestReviews>;
 
 export type BootstrapAnswer = ResponseOf<typeof bootstrap>;
 export type HealthAnswer = ResponseOf<typeof health>;
@@ -689,3 +763,4 @@ export type ApprovalAckAnswer = ResponseOf<typeof approvalsAck>;
 export type Manifest = ResponseOf<typeof manifest>;
 export type SessionStepsAnswer = ResponseOf<typeof sessionSteps>;
 export type PullRequestAnswer = ResponseOf<typeof pullRequests>;
+export type PullRequestReviewAnswer = ResponseOf<typeof pullRequestReviews>;
