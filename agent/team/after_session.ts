@@ -5,6 +5,7 @@
 import type { AgentClone } from "./agent_clone.ts";
 import type { SessionOutcome } from "./claude_session.ts";
 import { handOn } from "./intake.ts";
+import { reviewerFor } from "./review/review_request.ts";
 import type { RosterAgent } from "./roster.ts";
 import { type Task, title } from "./task_board.ts";
 import type { Team } from "./team_context.ts";
@@ -67,6 +68,8 @@ export async function afterSession(
       title: title(task.text, TITLE_CHARS),
       body: task.text,
       ...(task.issue ? { issue: task.issue } : {}),
+      // The team's reviewer reads it before a person does (contract §21).
+      ...reviewerField(team, agent.name),
       ...(answer
         ? { answer: { session_id: outcome!.session_id, text: answer.slice(0, 60_000) } }
         : {}),
@@ -135,4 +138,10 @@ export async function afterSession(
     await handOn(team, agent.name, outcome.text, task);
   }
   return undefined;
+}
+
+/** `{reviewer}` when the team's reviewer reads the author's pull request first (contract §21). */
+function reviewerField(team: Team, author: string): { reviewer?: string } {
+  const reviewer = reviewerFor(team.roster(), author, team.options.manifest());
+  return reviewer ? { reviewer } : {};
 }
