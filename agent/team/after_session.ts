@@ -61,12 +61,18 @@ export async function afterSession(
   const onPullRequest = published.pushed.length > 0 || task.from === "pull_request";
   if (task.kind === "work" && task.branch && onPullRequest) {
     const answer = outcome?.end === "completed" ? reports.redact(outcome.text).trim() : "";
+    // A follow-up's push keeps the pull request's own title and body (its task's), not the
+    // feedback's words: a review's request of changes is one every round (contract §21).
+    const origin = task.from === "pull_request" && task.follows
+      ? await board.get(task.follows)
+      : undefined;
+    const asked = origin?.text ?? task.text;
     await reports.post("/pull-requests", {
       task_id: task.id,
       agent: agent.name,
       branch: task.branch,
-      title: title(task.text, TITLE_CHARS),
-      body: task.text,
+      title: title(asked, TITLE_CHARS),
+      body: asked,
       ...(task.issue ? { issue: task.issue } : {}),
       // The team's reviewer reads it before a person does (contract §21).
       ...reviewerField(team, agent.name),

@@ -124,11 +124,14 @@ Deno.test("the team's reviewer reviews a pull request's head, read-only", async 
     team.wake();
     return id;
   };
-  /** The platform's command for the reviewer, as 29_team_review.sql queues it. */
-  const command = async (payload: Record<string, unknown>) => {
+  /** The platform's command (review_pull_request, as 29_team_review.sql queues it, or another). */
+  const command = async (
+    payload: Record<string, unknown>,
+    type: "review_pull_request" | "pull_request_feedback" = "review_pull_request",
+  ) => {
     const outcome = await handleCommand({
       id: crypto.randomUUID(),
-      type: "review_pull_request",
+      type,
       payload,
       created_at: new Date().toISOString(),
       expires_at: new Date(Date.now() + 3_600_000).toISOString(),
@@ -212,6 +215,34 @@ Deno.test("the team's reviewer reviews a pull request's head, read-only", async 
       }[];
       assert.ok(sessions.some((s) => s.sessions[0]!.session_id === first!.session_id));
     });
+
+    await t.step(
+      "changes requested: the author pushes to the same branch, named as before",
+      async () => {
+        const before = await head();
+        // What the platform sends the author for a request_changes (a follow-up of kind review).
+        await command({
+          agent: "builder",
+          branch: pull!.branch,
+          kind: "review",
+          task_id: pull!.task_id,
+          number: 7,
+          author: "reviewer",
+          body: `The team's reviewer reviewer requested changes:\n\n${first!.summary}`,
+        }, "pull_request_feedback");
+        const pushed = await eventually(
+          async () => (await spooled("/pull-requests"))[1] as typeof pull & { title: string },
+          WAIT,
+        );
+        assert.equal(pushed!.branch, pull!.branch);
+        assert.notEqual(await head(), before, "a new head");
+        // The pull request keeps its own title and body, and its next head is reviewed again.
+        const original = (await spooled("/pull-requests"))[0] as { title: string; body: string };
+        assert.equal(pushed!.title, original.title);
+        assert.equal((pushed as unknown as { body: string }).body, original.body);
+        assert.equal(pushed!.reviewer, "reviewer");
+      },
+    );
 
     await t.step("the next round approves", async () => {
       await command({
