@@ -6,6 +6,7 @@
 import type { Command } from "../supabase/functions/_contract/reporter.ts";
 import type { ApprovalBoard, Decision } from "./approval_board.ts";
 import { writeFileAtomic } from "./atomic_file.ts";
+import { reviewRequestOf } from "./team/review/review_request.ts";
 
 export const PERSONA_FILES = ["SOUL.md", "AGENTS.md", "COORDINATION.md"] as const;
 
@@ -69,6 +70,15 @@ export async function handleCommand(
       };
       await writeFileAtomic(`${ctx.workspace}/inbox/${id}.json`, JSON.stringify(message));
       return { status: "succeeded", result: { delivered: id } };
+    }
+    case "review_pull_request": {
+      // A pull request's head for the team's reviewer (contract §21): a review task, via the inbox.
+      const review = reviewRequestOf(payload);
+      if (typeof review === "string") return { status: "failed", error: review };
+      await Deno.mkdir(`${ctx.workspace}/inbox`, { recursive: true });
+      const message = { id: command.id, review, created_at: new Date().toISOString() };
+      await writeFileAtomic(`${ctx.workspace}/inbox/${command.id}.json`, JSON.stringify(message));
+      return { status: "succeeded", result: { delivered: command.id } };
     }
     case "approval_decision": {
       const decision = payload as unknown as Decision;

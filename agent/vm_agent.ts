@@ -198,7 +198,10 @@ export class VmAgent {
         },
         refreshManifest: () => this.#fetchManifest(),
       });
-      if (command.type === "deliver_message" || command.type === "update_manifest") {
+      if (
+        command.type === "deliver_message" || command.type === "update_manifest" ||
+        command.type === "review_pull_request"
+      ) {
         this.#team?.wake();
       }
       await this.#client.call(commandsStatus, { command_id: command.id, ...outcome });

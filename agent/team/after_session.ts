@@ -5,6 +5,7 @@
 import type { AgentClone } from "./agent_clone.ts";
 import type { SessionOutcome } from "./claude_session.ts";
 import { handOn } from "./intake.ts";
+import { reviewerFor } from "./review/review_request.ts";
 import type { RosterAgent } from "./roster.ts";
 import { type Task, title } from "./task_board.ts";
 import type { Team } from "./team_context.ts";
@@ -60,13 +61,21 @@ export async function afterSession(
   const onPullRequest = published.pushed.length > 0 || task.from === "pull_request";
   if (task.kind === "work" && task.branch && onPullRequest) {
     const answer = outcome?.end === "completed" ? reports.redact(outcome.text).trim() : "";
+    // A follow-up's push keeps the pull request's own title and body (its task's), not the
+    // feedback's words: a review's request of changes is one every round (contract §21).
+    const origin = task.from === "pull_request" && task.follows
+      ? await board.get(task.follows)
+      : undefined;
+    const asked = origin?.text ?? task.text;
     await reports.post("/pull-requests", {
       task_id: task.id,
       agent: agent.name,
       branch: task.branch,
-      title: title(task.text, TITLE_CHARS),
-      body: task.text,
+      title: title(asked, TITLE_CHARS),
+      body: asked,
       ...(task.issue ? { issue: task.issue } : {}),
+      // The team's reviewer reads it before a person does (contract §21).
+      ...reviewerField(team, agent.name),
       ...(answer
         ? { answer: { session_id: outcome!.session_id, text: answer.slice(0, 60_000) } }
         : {}),
@@ -135,4 +144,10 @@ export async function afterSession(
     await handOn(team, agent.name, outcome.text, task);
   }
   return undefined;
+}
+
+/** `{reviewer}` when the team's reviewer reads the author's pull request first (contract §21). */
+function reviewerField(team: Team, author: string): { reviewer?: string } {
+  const reviewer = reviewerFor(team.roster(), author, team.options.manifest());
+  return reviewer ? { reviewer } : {};
 }

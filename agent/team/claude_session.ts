@@ -54,6 +54,12 @@ export interface SessionSpec {
   onEvent?: (event: Record<string, unknown>) => void;
   /** Where messages for the running session are written (contract §17); one of its own if none. */
   inbox?: SessionInbox;
+  /** The tools allowed by name instead of ALLOWED_TOOLS (a review's: no Edit, no Write). */
+  allowedTools?: string[];
+  /** Tools the session is not offered at all (`--disallowedTools`). */
+  disallowedTools?: string[];
+  /** The answer's JSON Schema (`--json-schema`): the result's `structured_output` (§21). */
+  jsonSchema?: object;
 }
 
 export interface SessionOutcome {
@@ -71,6 +77,8 @@ export interface SessionOutcome {
   output_tokens: number;
   cost_usd: number;
   turns: number;
+  /** With `jsonSchema`: the answer the model gave through the CLI's StructuredOutput tool. */
+  structured_output?: unknown;
 }
 
 const KILL_AFTER_MS = 10_000;
@@ -100,6 +108,7 @@ interface CliResult {
   num_turns?: number;
   usage?: Usage;
   modelUsage?: Record<string, ModelUsage>;
+  structured_output?: unknown;
   /** What the model service answered, when it ended the session. */
   api_error_status?: number | null;
   api_error_type?: string | null;
@@ -132,7 +141,9 @@ export function sessionArgs(spec: SessionSpec, sessionId: string): string[] {
     "--permission-mode",
     "acceptEdits",
     "--allowedTools",
-    ALLOWED_TOOLS.join(","),
+    (spec.allowedTools ?? ALLOWED_TOOLS).join(","),
+    ...(spec.disallowedTools?.length ? ["--disallowedTools", spec.disallowedTools.join(",")] : []),
+    ...(spec.jsonSchema ? ["--json-schema", JSON.stringify(spec.jsonSchema)] : []),
     "--setting-sources",
     "",
     "--strict-mcp-config",
@@ -220,7 +231,14 @@ export async function runSession(spec: SessionSpec): Promise<SessionOutcome> {
     };
   }
   if (status.code === 0 && result && !result.is_error) {
-    return { ...base, end: "completed", exit_status: "0", text: result.result ?? "" };
+    const structured = result.structured_output;
+    return {
+      ...base,
+      end: "completed",
+      exit_status: "0",
+      text: result.result ?? "",
+      ...(structured !== undefined ? { structured_output: structured } : {}),
+    };
   }
   const said = result?.result || result?.subtype || (await stderr).trim().slice(-ERROR_TAIL) ||
     `The CLI exited with ${status.code}`;

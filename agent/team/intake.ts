@@ -3,6 +3,8 @@
  * hands on with lines `@name <task>`.
  */
 import { addressee, handoffs } from "./prompts.ts";
+import type { ReviewRequest } from "./review/review_request.ts";
+import { reviewToBoard } from "./review/review_task.ts";
 import type { Task } from "./task_board.ts";
 import type { Team } from "./team_context.ts";
 import { copiedFromUntrusted } from "./untrusted.ts";
@@ -38,7 +40,13 @@ export async function intake(team: Team): Promise<void> {
       task_id?: string;
       /** The GitHub issue it came from (§16). */
       issue?: number;
+      /** A pull request's head for the team's reviewer (§21). */
+      review?: ReviewRequest;
     };
+    if (message.review) {
+      await reviewToBoard(team, message.id, message.review, file);
+      continue;
+    }
     const content = String(message.content);
     if (message.branch && message.agent) {
       const agent = roster.some((a) => a.name === message.agent) ? message.agent : lead;

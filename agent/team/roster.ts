@@ -3,8 +3,11 @@
  * `## <name>` declares an agent, `model: <id>` and `fallback_model: <id>` lines directly under it
  * pick its model and the one used while that is busy, and the rest of the section is its role. A
  * line naming a model the catalogue does not know, or a retired one, leaves the agent with a
- * `problem`: it shows `error` with that sentence and takes no work until the line is fixed. The first agent is the lead. A project that has not saved an
- * AGENTS.md yet runs DEFAULT_AGENTS_MD, so a new project's team works from its first message.
+ * `problem`: it shows `error` with that sentence and takes no work until the line is fixed. A line
+ * `reviews: pull_requests` directly under the heading makes the agent the team's reviewer of the
+ * others' pull requests (contract §21, agent/team/review/). The first agent is the lead. A project
+ * that has not saved an AGENTS.md yet runs DEFAULT_AGENTS_MD, so a new project's team works from
+ * its first message.
  */
 import { modelProblem } from "./models.ts";
 
@@ -17,6 +20,8 @@ export interface RosterAgent {
   /** The section's text: what this agent is for, as the agent's system prompt carries it. */
   role: string;
   lead: boolean;
+  /** `reviews: pull_requests`: it reviews the others' pull requests before a person does. */
+  reviewsPullRequests?: true;
 }
 
 export const AGENT_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -30,16 +35,19 @@ Plans the work, keeps the repository coherent and hands tasks to the others.
 Writes the code and its tests for the tasks the lead hands over.
 
 ## reviewer
-Reviews what was pushed, fixes what is wrong and keeps the documentation current.
+reviews: pull_requests
+Reviews the others' pull requests before a person does, and keeps the documentation current.
 `;
 
 const HEADING = /^##\s+(\S.*?)\s*$/;
 const MODEL_LINE = /^(model|fallback_model):\s*(\S+)\s*$/;
+const REVIEWS_LINE = /^reviews:\s*pull_requests\s*$/;
 
 interface Section {
   name: string;
   model?: string;
   fallback_model?: string;
+  reviews?: boolean;
   lines: string[];
 }
 
@@ -65,6 +73,7 @@ export function parseRoster(
         ...(problem ? { problem } : {}),
         role: current.lines.join("\n").trim(),
         lead: agents.length === 0,
+        ...(current.reviews ? { reviewsPullRequests: true as const } : {}),
       });
     }
     current = undefined;
@@ -85,9 +94,14 @@ export function parseRoster(
     if (!current) continue;
     const model = MODEL_LINE.exec(line);
     // "Directly under": before any other non-blank line of the section.
+    const under = current.lines.every((l) => l.trim() === "");
     const key = model?.[1] as "model" | "fallback_model" | undefined;
-    if (key && current[key] === undefined && current.lines.every((l) => l.trim() === "")) {
+    if (key && current[key] === undefined && under) {
       current[key] = model![2]!;
+      continue;
+    }
+    if (under && current.reviews === undefined && REVIEWS_LINE.test(line)) {
+      current.reviews = true;
       continue;
     }
     current.lines.push(line);

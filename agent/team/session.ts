@@ -191,7 +191,7 @@ export async function runTask(
 }
 
 /** The session's settings: the approval hook on every Bash command, with this session's rules. */
-async function sessionSettings(
+export async function sessionSettings(
   o: TeamRunnerOptions,
   { agent, home, socket }: { agent: string; home: string; socket: string },
   coordination: string,

@@ -20,13 +20,15 @@
  * counted in the task metrics.
  */
 import { writeFileAtomic } from "../atomic_file.ts";
+import type { ReviewRequest } from "./review/review_request.ts";
 
 export type TaskStatus = "assigned" | "running" | "completed" | "failed" | "drifted";
 
 export interface Task {
   id: string;
   agent: string;
-  kind: "work" | "conflict";
+  /** `review`: a pull request's head for the team's reviewer (contract §21, agent/team/review/). */
+  kind: "work" | "conflict" | "review";
   text: string;
   /**
    * `user` for a chat message, the lead's name for a handed-on task, `runner` for a conflict,
@@ -63,6 +65,8 @@ export interface Task {
   not_before?: string;
   /** How many times it was given back (its next wait doubles). */
   retries?: number;
+  /** A review task's pull request and head (the review_pull_request command). */
+  review?: ReviewRequest;
 }
 
 const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/;

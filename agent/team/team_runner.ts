@@ -17,6 +17,7 @@ import { Alarm } from "../alarm.ts";
 import { intake } from "./intake.ts";
 import { DEFAULT_AGENTS_MD, parseRoster, type RosterAgent } from "./roster.ts";
 import { runTask, writeManagedSettings } from "./session.ts";
+import { runReview } from "./review/review_session.ts";
 import { SessionBudget } from "./session_budget.ts";
 import { SessionInbox } from "./session_inbox.ts";
 import {
@@ -86,6 +87,11 @@ export class TeamRunner {
     }
     for (const task of await this.#board.list()) {
       if (task.status !== "running") continue;
+      // A review commits nothing: it runs again rather than hold its pull request (§21).
+      if (task.kind === "review") {
+        await this.#board.update(task.id, { status: "assigned" });
+        continue;
+      }
       await this.#board.update(task.id, {
         status: "drifted",
         outcome: "The VM agent stopped while its session ran",
@@ -193,7 +199,8 @@ export class TeamRunner {
     state.lastActivity = new Date().toISOString();
     delete state.error;
     const inbox = new SessionInbox();
-    const done = runTask(this.#team, agent, state, task, abort.signal, inbox)
+    const run = task.kind === "review" ? runReview : runTask;
+    const done = run(this.#team, agent, state, task, abort.signal, inbox)
       .catch(async (error) => {
         // The session could not start (a clone that failed, a file not written): the task is
         // not lost, it goes back to the board and is tried again later (contract §11a).

@@ -9,7 +9,9 @@
  * It reads the lines the team runner writes (agent/team/prompts.ts): the persona header in the
  * system prompt (`# You are <name>, an agent of this project's team`, `You are the lead of the
  * team.`, `Your teammates: a, b, c.`) and the prompt (`Task <id> from <who>:` and the task, or a
- * conflict with `Resolve the rebase (or merge) conflict in these files:` and `- <path>` lines). It
+ * conflict with `Resolve the rebase (or merge) conflict in these files:` and `- <path>` lines), and
+ * a team review's prompt (agent/team/review/review_prompt.ts), answered through the CLI's
+ * `StructuredOutput` tool as a model answers `--json-schema`. It
  * reads untrusted blocks (agent/team/untrusted.ts) as a careful model does: an `@name` in one is
  * someone else's word, never a handoff. Markers in
  * the prompt (`[model:overloaded=2]`, `[model:parallel]`, ...) make it behave as the real service
@@ -116,6 +118,12 @@ export interface Markers {
    * untrusted block is handed on too, so a test meets what the runner must stop.
    */
   gullible: boolean;
+  /**
+   * A reviewer's verdict whatever the round (`[model:approve]`, `[model:request-changes]`), or no
+   * structured answer at all (`[model:review-unreadable]`); without one, round 1 requests changes
+   * and later rounds approve.
+   */
+  review?: "approve" | "request_changes" | "unreadable";
 }
 
 /** The file every agent writes to when a task names no file and no command. */
@@ -129,6 +137,17 @@ const NO_SUCH_FILE = /does not exist/i;
 /** The line the CLI adds to the conversation where a person interrupted a turn. */
 const INTERRUPTED = /^\s*\[Request interrupted by user[^\]]*\]\s*$/;
 const MARKER = /\[model:([a-z-]+)(?:=(\d+))?\]/g;
+const REVIEW_MARKERS = {
+  "approve": "approve",
+  "request-changes": "request_changes",
+  "review-unreadable": "unreadable",
+} as const;
+/** The tool the CLI offers for `--json-schema`: its input is the session's structured answer. */
+export const STRUCTURED_OUTPUT = "StructuredOutput";
+/** What the CLI says when a turn ended without the StructuredOutput call it asked for. */
+const ENFORCE = /^\s*\[structured-output-enforce\]/;
+/** The first line of a review prompt (agent/team/review/review_prompt.ts). */
+const REVIEW_HEADER = /^Review pull request #(\d+) \(round (\d+)\)/;
 
 /** The answer to one Messages request, given how many requests its session made before. */
 export function planAnswer(request: PlanRequest, session: SessionSoFar): Answer {
@@ -160,7 +179,9 @@ function nextMoves(
   const tools = new Set(request.tools.map((t) => String(t.name)));
   const persona = parsePersona(systemText(request.system));
   const cwd = workingDirectory(request);
-  return replay(steps(prompt, persona, markers.gullible), results, tools, cwd, markers.parallel);
+  const review = parseReview(promptText);
+  const plan = review ? reviewSteps(review, markers) : steps(prompt, persona, markers.gullible);
+  return replay(plan, results, tools, cwd, markers.parallel);
 }
 
 /**
@@ -190,7 +211,9 @@ export function readMarkers(prompt: string): { markers: Markers; text: string } 
     else if (name === "parallel" && value === undefined) markers.parallel = true;
     else if (name === "cache" && value === undefined) markers.cache = true;
     else if (name === "gullible" && value === undefined) markers.gullible = true;
-    else if (name === "slow" && value !== undefined) markers.slowMs = Number(value);
+    else if (name in REVIEW_MARKERS && value === undefined) {
+      markers.review = REVIEW_MARKERS[name as keyof typeof REVIEW_MARKERS];
+    } else if (name === "slow" && value !== undefined) markers.slowMs = Number(value);
     else return false;
     return true;
   };
@@ -401,7 +424,8 @@ export function conflictCommand(path: string): string {
 
 type Step =
   | { kind: "run"; command: string; description: string }
-  | { kind: "add"; path: string; lines: string[] };
+  | { kind: "add"; path: string; lines: string[] }
+  | { kind: "answer"; input: Record<string, unknown> };
 
 interface Plan {
   steps: Step[];
@@ -466,9 +490,102 @@ function steps(prompt: Prompt, persona: Persona, gullible: boolean): Plan {
   };
 }
 
+// ---- a team review: the commands the task names, then the structured answer ----
+
+export interface ReviewPrompt {
+  number: number;
+  round: number;
+  /** The task's `run` commands (its tests), run on the head as a reviewer would. */
+  commands: string[];
+  /** Each file of the diff with the first line it adds (in the head's version), in order. */
+  added: { path: string; line: number }[];
+}
+
+/** A review prompt (agent/team/review/review_prompt.ts), or undefined for any other. */
+export function parseReview(prompt: string): ReviewPrompt | undefined {
+  const lines = prompt.replace(/\r\n?/g, "\n").split("\n");
+  const header = REVIEW_HEADER.exec(lines[0] ?? "");
+  if (!header) return undefined;
+  const diffAt = lines.findIndex((l) => l.startsWith("The diff against "));
+  const task = lines.slice(1, diffAt < 0 ? undefined : diffAt).join("\n");
+  return {
+    number: Number(header[1]),
+    round: Number(header[2]),
+    commands: taskWork(task).commands,
+    added: diffAt < 0 ? [] : firstAddedLines(lines.slice(diffAt + 1)),
+  };
+}
+
+/** Per file of a unified diff, the first line it adds, numbered in the new version. */
+export function firstAddedLines(diff: string[]): { path: string; line: number }[] {
+  const found: { path: string; line: number }[] = [];
+  let path: string | undefined;
+  let line = 0;
+  for (const text of diff) {
+    const file = /^\+\+\+ b\/(.+)$/.exec(text);
+    if (file) {
+      path = file[1];
+      continue;
+    }
+    const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(text);
+    if (hunk) {
+      line = Number(hunk[1]);
+      continue;
+    }
+    if (!path || text.startsWith("---") || text.startsWith("diff ")) continue;
+    if (text.startsWith("+")) {
+      if (!found.some((f) => f.path === path)) found.push({ path, line });
+      line++;
+    } else if (text.startsWith(" ")) line++;
+  }
+  return found;
+}
+
+/**
+ * The reviewer's plan: the task's commands, then one StructuredOutput call (none with
+ * `[model:review-unreadable]`), with a comment on the first added line of each of the first three
+ * files; round 1 requests changes, later rounds approve, unless a marker decides.
+ */
+function reviewSteps(review: ReviewPrompt, markers: Markers): Plan {
+  const verdict = markers.review ?? (review.round === 1 ? "request_changes" : "approve");
+  const ask = verdict === "request_changes"
+    ? "needs a test before a person reads it"
+    : verdict === "approve"
+    ? "reads well"
+    : "is one I cannot judge";
+  const answer: Step[] = verdict === "unreadable" ? [] : [{
+    kind: "answer",
+    input: {
+      summary: `Round ${review.round}: the change does what its task asks; ` +
+        (verdict === "approve" ? "it is ready for a person." : "its new lines need a test."),
+      verdict,
+      comments: review.added.slice(0, 3).map(({ path, line }) => ({
+        path,
+        line,
+        body: `Round ${review.round}: this line ${ask}.`,
+      })),
+    },
+  }];
+  return {
+    steps: [
+      ...review.commands.map((command): Step => ({
+        kind: "run",
+        command,
+        description: `Run ${command}`,
+      })),
+      ...answer,
+    ],
+    summary: () =>
+      verdict === "unreadable"
+        ? `I read pull request #${review.number} and cannot say whether it is ready.`
+        : `Reviewed pull request #${review.number}: ${verdict}.`,
+    closing: [],
+  };
+}
+
 type Call = Extract<Move, { type: "tool_use" }>;
 /** What one step came to: a file changed, a command run, or why neither. */
-type Effect = { changed: string } | { ran: string } | { failure: string };
+type Effect = { changed: string } | { ran: string } | { failure: string } | { answered: true };
 
 /** One step as the calls it makes, each resumed with its result, then what it came to. */
 function* perform(
@@ -476,6 +593,14 @@ function* perform(
   tools: Set<string>,
   cwd: string,
 ): Generator<Call, Effect, ToolOutcome> {
+  if (step.kind === "answer") {
+    if (!tools.has(STRUCTURED_OUTPUT)) {
+      return { failure: `Could not answer: the ${STRUCTURED_OUTPUT} tool is not available.` };
+    }
+    const result = yield { type: "tool_use", name: STRUCTURED_OUTPUT, input: step.input };
+    if (result.isError) return { failure: `Could not answer: ${reason(result)}.` };
+    return { answered: true };
+  }
   if (step.kind === "run") {
     if (!tools.has("Bash")) {
       return { failure: `Could not run ${step.command}: the Bash tool is not available.` };
@@ -543,7 +668,7 @@ function replay(
   for (const effect of effects) {
     if ("changed" in effect) done.changed.push(effect.changed);
     else if ("ran" in effect) done.ran.push(effect.ran);
-    else done.failures.push(effect.failure);
+    else if ("failure" in effect) done.failures.push(effect.failure);
   }
   const text = [plan.summary(done), ...done.failures, ...plan.closing].join("\n");
   return [{ type: "text", text }];
@@ -633,8 +758,9 @@ function currentTurn(
       .map((b) => b.text as string);
     // A message after an interrupted tool call holds its result, the CLI's interrupt line and
     // what the person said next: that is a new turn. Results alone (with reminders) are not.
+    // The CLI's demand for the structured answer is no new prompt: the turn goes on.
     const spoken = texts.filter((t) =>
-      !t.trimStart().startsWith("<system-reminder>") && !INTERRUPTED.test(t)
+      !t.trimStart().startsWith("<system-reminder>") && !INTERRUPTED.test(t) && !ENFORCE.test(t)
     );
     if (!spoken.length) return;
     start = i;
