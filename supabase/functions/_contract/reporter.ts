@@ -395,6 +395,10 @@ export const manifest = route({
         "A task's branch is <branch_prefix><agent>/<slug>-<6 hex of the task id>",
       ),
       draft: z.boolean().describe("The platform opens the pull requests as drafts"),
+      ci_fix_rounds: z.int().optional().describe(
+        "Failed checks sent back to the agent per task at most: §16's follow-ups, and the " +
+          "agents' own check (contract §20), counted apart; absent: 3",
+      ),
     }).optional().describe(
       "How the agents' work reaches the repository (contract §16). Always answered; a manifest " +
         "kept from before it existed is read as push",
