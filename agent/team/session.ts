@@ -118,6 +118,7 @@ export async function runTask(
     home,
     user,
     env,
+    signal,
   });
   if (!setup.ready) {
     // The task waits on the board; every cycle looks at the clone again for a fixed setup.

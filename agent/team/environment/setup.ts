@@ -66,8 +66,10 @@ export async function setupNeed(
 /** The clone's environment, set up when its hash changed; a failed setup holds the agent. */
 export async function prepareEnvironment(
   team: Team,
-  { agent, cloneDir, home, user, env }: {
+  { agent, cloneDir, home, user, env, signal }: {
     agent: string;
+    /** The task's: stop_agents and restart_agents cut a setup as they cut a session. */
+    signal: AbortSignal;
     cloneDir: string;
     /** The agent's directory (root's), where the result is kept. */
     home: string;
@@ -104,7 +106,7 @@ export async function prepareEnvironment(
       user,
       timeoutMs: team.options.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MINUTES * 60_000,
       onLine: output.line,
-      signal: team.signal,
+      signal: AbortSignal.any([signal, team.signal]),
     });
   }
   const duration_seconds = Math.round((performance.now() - started) / 100) / 10;
