@@ -38,6 +38,7 @@ Deno.test("a merged pull request: merged, prs_merged counted, its branch deleted
       mode: "pull_request",
       branch_prefix: "agents/",
       draft: true,
+      ci_fix_rounds: 3,
     });
 
     const { taskId, branch } = await startTask(vm, "builder", "Improve the README");

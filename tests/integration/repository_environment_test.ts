@@ -6,11 +6,15 @@
  * failing setup holds the task (the agent in `error`) until a fix, or until `retry_setup`; the
  * check runs after a session with commits and not after one without; a failing check resumes the
  * same session with its log (the stand-in fixes what the log names) and then pushes; a check that
- * keeps failing past `ci_fix_rounds` is pushed anyway, marked failing.
+ * keeps failing past `ci_fix_rounds` is pushed anyway, marked failing. In `pull_request` mode (the
+ * GitHub stand-in's demo repository) a failing check is on the pull request's head as the check
+ * run `agents / check`, `failure`, with its log (github_tour_test has the passing one).
  */
 import assert from "node:assert/strict";
 import { dirname } from "node:path";
 import { createTestDatabase } from "../helpers/database.ts";
+import { createOrganization, createUser } from "../helpers/fixtures.ts";
+import { connectThroughOAuth } from "../helpers/github_oauth.ts";
 import { FAST_TEAM, startServer } from "../helpers/server.ts";
 import { git, teamChat } from "../helpers/team_chat.ts";
 import { eventually, vmApi } from "../helpers/vm_api.ts";
@@ -221,4 +225,64 @@ Deno.test("the repository's environment: setup and check through deno task start
   });
 
   await Deno.remove(work, { recursive: true });
+});
+
+Deno.test("pull_request mode: a failing check is agents / check, failure, on the head", async () => {
+  await using db = await createTestDatabase();
+  await using server = await startServer(db.url, FAST_TEAM);
+  const demo = /demo repository: (http:\/\/\S+)/.exec(server.output())?.[1];
+  assert.ok(demo);
+  const api = vmApi(server);
+  const user = await createUser(db.sql);
+  const org = await createOrganization(db.sql, [user]);
+  const connected = await connectThroughOAuth(server, user, "demo-owner");
+  await connected.response.body?.cancel();
+  const created = await api.call(user, {
+    action: "create",
+    organization_id: org,
+    name: "checked",
+    repository_url: demo,
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const projectId = (created.body.data as { project_id: string }).project_id;
+  await eventually(async () => {
+    const [p] = await db.sql`select status from public.projects where id = ${projectId}`;
+    return p?.status === "active" || undefined;
+  }, { timeoutMs: 30_000 });
+  // The project's own check, failing; no round sent back: pushed at once, marked failing.
+  const updated = await api.call(user, {
+    action: "update",
+    project_id: projectId,
+    check_command: "echo the greeting is not proven; exit 7",
+    ci_fix_rounds: 0,
+  });
+  assert.equal(updated.status, 200, JSON.stringify(updated.body));
+  await eventually(async () => {
+    const [row] = await db.sql`select count(*)::int as n from public.vm_commands
+      where project_id = ${projectId} and type = 'update_manifest' and status = 'succeeded'
+        and (payload->>'revision')::int = (select manifest_revision from public.projects
+          where id = ${projectId})`;
+    return row!.n > 0 || undefined;
+  }, { timeoutMs: 30_000 });
+  await db.sql.begin(async (tx) => {
+    await tx`select set_config('role', 'authenticated', true),
+      set_config('request.jwt.claims', ${
+      JSON.stringify({ sub: user, role: "authenticated" })
+    }, true)`;
+    await tx`select public.send_agent_message(${projectId}, ${"Add a greeting to `src/hello.txt`"})`;
+  });
+  const pr = await eventually(async () => {
+    const [row] = await db.sql<{ url: string; head_sha: string | null }[]>`
+      select url, head_sha from public.pull_requests where project_id = ${projectId}`;
+    return row;
+  }, { timeoutMs: SESSION_MS });
+  const page = await eventually(async () => {
+    const html = await (await fetch(pr.url)).text();
+    return /<td>agents \/ check<\/td><td>failure<\/td>/.test(html) ? html : undefined;
+  }, { timeoutMs: 30_000 });
+  assert.match(page, /the greeting is not proven/);
+  const [failed] = await db.sql`select details from public.audit_events
+    where project_id = ${projectId} and action = 'check_failed' and agent = 'lead'`;
+  assert.equal(failed?.details.pushed, true);
+  assert.equal(failed?.details.exit_status, "7");
 });
