@@ -6,7 +6,9 @@
  * failing setup holds the task (the agent in `error`) until a fix, or until `retry_setup`; the
  * check runs after a session with commits and not after one without; a failing check resumes the
  * same session with its log (the stand-in fixes what the log names) and then pushes; a check that
- * keeps failing past `ci_fix_rounds` is pushed anyway, marked failing. In `pull_request` mode (the
+ * keeps failing past `ci_fix_rounds` is pushed anyway, marked failing; locally the project's
+ * system packages are checked with dpkg, a missing one fails setup, and nothing is installed. In
+ * `pull_request` mode (the
  * GitHub stand-in's demo repository) a failing check is on the pull request's head as the check
  * run `agents / check`, `failure`, with its log (github_tour_test has the passing one).
  */
@@ -64,6 +66,15 @@ Deno.test("the repository's environment: setup and check through deno task start
       where project_id = ${projectId} and agent = 'lead' order by started_at`).map((s) =>
       s.session_id
     );
+  /** The VM took the manifest of the project's revision (update_manifest, contract §3). */
+  const manifestTaken = () =>
+    eventually(async () => {
+      const [row] = await db.sql`select count(*)::int as n from public.vm_commands
+        where project_id = ${projectId} and type = 'update_manifest' and status = 'succeeded'
+          and (payload->>'revision')::int = (select manifest_revision from public.projects
+            where id = ${projectId})`;
+      return row!.n > 0 || undefined;
+    }, { timeoutMs: 30_000 });
   const waitForSessions = (n: number) =>
     eventually(async () => (await sessions()).length >= n || undefined, {
       timeoutMs: SESSION_MS,
@@ -173,14 +184,42 @@ Deno.test("the repository's environment: setup and check through deno task start
     assert.equal(await count("setup_completed"), 4);
   });
 
-  await t.step("a failing check resumes the same session with its log, then pushes", async () => {
-    await say("Write needs-fix in the notes");
+  await t.step("locally, system packages are checked with dpkg, never installed", async () => {
+    const missing = "vm-service-no-such-package";
+    const packages = async (system_packages: string[]) => {
+      const updated = await vmApi(server).call(userId, {
+        action: "update",
+        project_id: projectId,
+        system_packages,
+      });
+      assert.equal(updated.status, 200, JSON.stringify(updated.body));
+      await manifestTaken();
+    };
+    await packages(["bash", missing]);
+    await say("Write the sixth note");
+    const failed = await waitFor("setup_failed", 3);
+    assert.match(
+      String(failed[2]!.details.log_tail),
+      new RegExp(`not installed: ${missing}$`, "m"),
+    );
+    const dpkg = await new Deno.Command("dpkg-query", { args: ["-W", missing], stderr: "null" })
+      .output();
+    assert.equal(dpkg.success, false, "nothing was installed on this machine");
+    assert.equal((await sessions()).length, 5, "the task waits");
+    await packages(["bash"]);
     await waitForSessions(6);
-    const session = (await sessions())[5]!;
+    assert.equal(await count("setup_completed"), 5);
+  });
+
+  await t.step("a failing check resumes the same session with its log, then pushes", async () => {
+    const passed = await count("check_passed");
+    await say("Write needs-fix in the notes");
+    await waitForSessions(7);
+    const session = (await sessions())[6]!;
     const [failed] = await waitFor("check_failed", 1);
     assert.match(String(failed!.details.log_tail), /the check wants `FIXED.md`/);
     assert.equal(failed!.details.pushed, false);
-    await waitFor("check_passed", 5);
+    await waitFor("check_passed", passed + 1);
     // The stand-in read the log in the same conversation: it wrote the file the log named.
     const fixed = await eventually(
       async () => (await git(remote, "show", "main:FIXED.md").catch(() => "")) || undefined,
@@ -201,14 +240,7 @@ Deno.test("the repository's environment: setup and check through deno task start
       check_command: "echo by check_command; bash .agents/check.sh",
     });
     assert.equal(updated.status, 200, JSON.stringify(updated.body));
-    // The VM took the manifest of the new revision (update_manifest, contract §3).
-    await eventually(async () => {
-      const [row] = await db.sql`select count(*)::int as n from public.vm_commands
-        where project_id = ${projectId} and type = 'update_manifest' and status = 'succeeded'
-          and (payload->>'revision')::int = (select manifest_revision from public.projects
-            where id = ${projectId})`;
-      return row!.n > 0 || undefined;
-    }, { timeoutMs: 30_000 });
+    await manifestTaken();
     await say("Write always-fails in the notes");
     const failed = await eventually(async () => {
       const all = await events("check_failed");
