@@ -8,9 +8,9 @@
  * same session with its log (the stand-in fixes what the log names) and then pushes; a check that
  * keeps failing past `ci_fix_rounds` is pushed anyway, marked failing; locally the project's
  * system packages are checked with dpkg, a missing one fails setup, and nothing is installed. In
- * `pull_request` mode (the
- * GitHub stand-in's demo repository) a failing check is on the pull request's head as the check
- * run `agents / check`, `failure`, with its log (github_tour_test has the passing one).
+ * `pull_request` mode (the GitHub stand-in's demo repository) a failing check is on the pull
+ * request's head as the check run `agents / check`, `failure`, with its log (github_tour_test has
+ * the passing one).
  */
 import assert from "node:assert/strict";
 import { dirname } from "node:path";
