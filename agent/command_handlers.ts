@@ -100,6 +100,7 @@ export async function handleCommand(
     case "start_agents":
     case "stop_agents":
     case "restart_agents":
+    case "retry_setup":
     case "interrupt_agent": {
       if (!ctx.hook) {
         return { status: "failed", error: "No agent hook is configured on this VM (--hook)" };

@@ -275,6 +275,9 @@ export async function startStack(
         ? { modelBaseUrl: model.url, apiKey: settings.apiKey ?? "local-model-stand-in" }
         : {}),
       approvalTtlSeconds: DEFAULT_APPROVAL_TTL_SECONDS,
+      // The stack's VMs share this machine: a project's system packages are checked, never
+      // installed (contract §20), whatever AGENT_INSTALL_PACKAGES says.
+      installPackages: false,
       // The local "git hosting service" is part of the local "cloud", beside the VMs.
       repoRoot: `${vmRoot}/repos`,
     };

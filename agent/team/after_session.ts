@@ -4,6 +4,7 @@
  */
 import type { AgentClone } from "./agent_clone.ts";
 import type { SessionOutcome } from "./claude_session.ts";
+import { checkEvent, type CheckReport } from "./environment/check.ts";
 import { handOn } from "./intake.ts";
 import { reviewerFor } from "./review/review_request.ts";
 import type { RosterAgent } from "./roster.ts";
@@ -27,6 +28,8 @@ export async function afterSession(
   branch: string,
   conflictGone: boolean,
   before?: string,
+  /** The project's check on the work (contract §20), when one ran. */
+  check?: CheckReport,
 ): Promise<Date | undefined> {
   const { board, reports } = team;
   const events: Record<string, unknown>[] = [];
@@ -44,7 +47,10 @@ export async function afterSession(
     ? "Resolve a rebase conflict"
     : title(task.text, TITLE_CHARS);
   await clone.commitLeftovers(`${subject}\n\nTask ${task.id} (${agent.name})`);
+  // Pushed anyway, never hidden: the commit says its check failed.
+  if (check?.conclusion === "failure") await clone.markCheckFailed();
   const published = await clone.publish(before);
+  const head = published.pushed.at(-1)?.sha;
   const now = new Date().toISOString();
 
   if (outcome) {
@@ -56,6 +62,7 @@ export async function afterSession(
     }
   }
   events.push(...reports.pushEvents(agent.name, branch, published));
+  if (check) events.push(checkEvent(agent.name, check, published.pushed.length > 0));
   // A task's own branch, pushed: the platform opens its pull request, or updates it (§16).
   // A follow-up that changed nothing still answers on its pull request.
   const onPullRequest = published.pushed.length > 0 || task.from === "pull_request";
@@ -78,6 +85,16 @@ export async function afterSession(
       ...reviewerField(team, agent.name),
       ...(answer
         ? { answer: { session_id: outcome!.session_id, text: answer.slice(0, 60_000) } }
+        : {}),
+      ...(check && head
+        ? {
+          check: {
+            conclusion: check.conclusion,
+            log_tail: check.log_tail,
+            head_sha: head,
+            duration_seconds: check.duration_seconds,
+          },
+        }
         : {}),
     });
   }

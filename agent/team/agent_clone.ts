@@ -250,6 +250,29 @@ export class AgentClone {
     return true;
   }
 
+  /** Whether the clone moved past `before` or has files to commit (a session left work). */
+  async changedSince(before: string | undefined): Promise<boolean> {
+    return (await this.head()) !== before || !(await this.#clean());
+  }
+
+  /**
+   * The branch's last commit says that the project's check failed on it (contract §20): the
+   * trailer `Agents-Check: failed`, on a commit of the agent's not pushed yet.
+   */
+  async markCheckFailed(): Promise<void> {
+    if ((await this.#ahead()) === 0) return;
+    await this.#git([
+      "commit",
+      "--quiet",
+      "--amend",
+      "--no-edit",
+      "--no-verify",
+      "--allow-empty",
+      "--trailer",
+      "Agents-Check: failed",
+    ]);
+  }
+
   /** The commit checked out, or undefined in a repository without one. */
   async head(): Promise<string | undefined> {
     const out = await this.#git(["rev-parse", "--verify", "--quiet", "HEAD"], true);

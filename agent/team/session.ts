@@ -17,6 +17,8 @@ import { StepReporter, stepsOf } from "./session_steps.ts";
 import { asUser, handOver, type SessionIsolation } from "../sandbox/session_users.ts";
 import type { SessionInbox } from "./session_inbox.ts";
 import { messageToBoard } from "./intake.ts";
+import { prepareEnvironment } from "./environment/setup.ts";
+import { checkOf, proveWork } from "./environment/check.ts";
 import { systemPrompt, taskPrompt } from "./prompts.ts";
 import type { RosterAgent } from "./roster.ts";
 import type { Task } from "./task_board.ts";
@@ -108,6 +110,28 @@ export async function runTask(
   // its own repository shows the runner's.
   if (user) await handOver(user, clone.dir, `${home}/home`, `${home}/tmp`);
   await clone.handToSession();
+  const env = sessionEnv(team.options, agent.name, home, secrets, isolation !== undefined, socket);
+  // The repository's environment (contract §20): set up when what it depends on changed.
+  const setup = await prepareEnvironment(team, {
+    agent: agent.name,
+    cloneDir: clone.dir,
+    home,
+    user,
+    env,
+    signal,
+  });
+  if (!setup.ready) {
+    // The task waits on the board; every cycle looks at the clone again for a fixed setup.
+    await team.board.update(task.id, {
+      status: "assigned",
+      not_before: new Date(Date.now() + team.options.cycleMs).toISOString(),
+      outcome: setup.why,
+    });
+    state.status = "error";
+    state.error = setup.why.slice(0, 2_000);
+    return;
+  }
+  const check = await checkOf(manifest, clone.dir);
   await team.reports.post("/audit", {
     events: [{
       agent: agent.name,
@@ -145,10 +169,11 @@ export async function runTask(
       systemPrompt: systemPrompt(agent, team.roster(), {
         soul,
         coordination,
+        ...(check ? { check: check.label } : {}),
       }),
       model: agent.model,
       fallbackModel: agent.fallbackModel,
-      env: sessionEnv(team.options, agent.name, home, secrets, isolation !== undefined, socket),
+      env,
       settingsFile,
       timeoutMs: team.options.sessionTimeoutMs,
       maxTurns: team.options.maxTurns,
@@ -166,8 +191,26 @@ export async function runTask(
     );
   }
   // The session ends with its processes (§19): none may write the clone while the runner uses it.
-  if (user) await endProcessesOf(user.uid);
-  await clone.takeSessionCommits();
+  const settle = async () => {
+    if (user) await endProcessesOf(user.uid);
+    await clone.takeSessionCommits();
+  };
+  await settle();
+  // Its work proven (contract §20): a failing check goes back to this same session.
+  const proof = await proveWork(team, {
+    agent: agent.name,
+    clone,
+    before,
+    user,
+    env,
+    outcome,
+    resume: async (again) => {
+      const next = await run(outcome.session_id, again);
+      await settle();
+      return next;
+    },
+  });
+  outcome = proof.outcome;
   await steps.close();
   await acks.close();
   // A message the session never took (it ended at that moment) is the agent's next task.
@@ -178,7 +221,17 @@ export async function runTask(
     : outcome.cost_usd;
   team.budget.spent(manifest, Math.max(0, runCost));
   await team.board.update(task.id, { resume_steps: steps.nextSeq });
-  const retryAt = await afterSession(team, agent, task, clone, outcome, branch, false, before);
+  const retryAt = await afterSession(
+    team,
+    agent,
+    task,
+    clone,
+    outcome,
+    branch,
+    false,
+    before,
+    proof.check,
+  );
   if (retryAt) {
     // The model service was busy: the agent is fine, its task waits for its retry.
     state.status = "idle";

@@ -11,7 +11,7 @@ import {
   SESSION_STEPS_PER_BATCH,
 } from "../../supabase/functions/_contract/reporter.ts";
 
-export type StepKind = "text" | "tool_use" | "tool_result" | "approval" | "result";
+export type StepKind = "text" | "tool_use" | "tool_result" | "approval" | "result" | "setup";
 
 export interface Step {
   kind: StepKind;

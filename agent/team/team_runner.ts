@@ -18,6 +18,7 @@ import { intake } from "./intake.ts";
 import { DEFAULT_AGENTS_MD, parseRoster, type RosterAgent } from "./roster.ts";
 import { runTask, writeManagedSettings } from "./session.ts";
 import { runReview } from "./review/review_session.ts";
+import { retrySetup } from "./environment/retry.ts";
 import { SessionBudget } from "./session_budget.ts";
 import { SessionInbox } from "./session_inbox.ts";
 import {
@@ -132,6 +133,11 @@ export class TeamRunner {
       };
     }
     const agents = names.length ? names : this.#roster.map((a) => a.name);
+    if (type === "retry_setup") {
+      await retrySetup(this.#team, agents);
+      this.wake();
+      return { status: "succeeded", result: { agents } };
+    }
     const interrupted: string[] = [];
     for (const name of agents) {
       if (type === "stop_agents") this.#stopped.add(name);

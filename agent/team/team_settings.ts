@@ -16,6 +16,8 @@ export const DEFAULT_SESSION_TIMEOUT_MINUTES = 60;
 export const DEFAULT_MAX_TURNS = 200;
 /** Each agent's sessions run as `vm-<agent>` when the agent runs as root (contract §19). */
 export const DEFAULT_SESSION_USER_PREFIX = "vm-";
+/** A repository's `.agents/setup.sh` running longer than this is cut (contract §20). */
+export const DEFAULT_SETUP_TIMEOUT_MINUTES = 20;
 /** How long an approval a session asks for lives; the session waits that long at most. */
 export const DEFAULT_APPROVAL_TTL_SECONDS = 1_800;
 
@@ -42,6 +44,13 @@ export interface TeamSettings {
   sessionUserPrefix?: string;
   /** Where the runner writes the managed settings (the VM image; AGENT_MANAGED_SETTINGS). */
   managedSettings?: string;
+  /** The repository's setup script's limit (AGENT_SETUP_TIMEOUT_MINUTES). */
+  setupTimeoutMs?: number;
+  /**
+   * The project's system packages are installed with apt (AGENT_INSTALL_PACKAGES=1, set by the VM
+   * image's unit); otherwise (locally, where the stack's VMs share the host) they are only checked.
+   */
+  installPackages?: boolean;
 }
 
 export function teamSettings(
@@ -62,6 +71,9 @@ export function teamSettings(
     retryBaseMs: (positive(env.AGENT_RETRY_BASE_SECONDS, "AGENT_RETRY_BASE_SECONDS") ?? 60) * 1000,
     idleSessionMs: (positive(env.AGENT_IDLE_SESSION_MINUTES, "AGENT_IDLE_SESSION_MINUTES") ?? 10) *
       60_000,
+    setupTimeoutMs: (positive(env.AGENT_SETUP_TIMEOUT_MINUTES, "AGENT_SETUP_TIMEOUT_MINUTES") ??
+      DEFAULT_SETUP_TIMEOUT_MINUTES) * 60_000,
+    installPackages: env.AGENT_INSTALL_PACKAGES === "1",
     ...(root && prefix !== "none" ? { sessionUserPrefix: prefix } : {}),
     ...(env.AGENT_MODEL_MAX_RETRIES
       ? { modelMaxRetries: whole(env.AGENT_MODEL_MAX_RETRIES, "AGENT_MODEL_MAX_RETRIES") }

@@ -10,6 +10,38 @@ export const SAMPLE_FILES: Record<string, string> = {
   "src/greeting.js": "export function greet(name) {\n  return `Hello, ${name}!`;\n}\n",
   "test/greeting.test.js": 'import { greet } from "../src/greeting.js";\n\n' +
     'if (greet("team") !== "Hello, team!") throw new Error("greet is broken");\n',
+  "package.json": JSON.stringify(
+    {
+      name: "sample-project",
+      private: true,
+      type: "module",
+      scripts: { test: "node test/greeting.test.js" },
+    },
+    null,
+    2,
+  ) + "\n",
+  ".gitignore": ".cache/\nnode_modules/\n",
+  // Contract §20: the clone is prepared once (and again when this file or package.json changes),
+  // and every session's work is proven by the check before it is pushed. Both are fast.
+  ".agents/setup.sh": [
+    "#!/usr/bin/env bash",
+    "# Prepares a clone of the sample project before its first session (docs/vm-agent.md).",
+    "# agents:depends-on package.json",
+    "set -euo pipefail",
+    'echo "node $(node --version)"',
+    "mkdir -p .cache",
+    "date -u +%Y-%m-%dT%H:%M:%SZ > .cache/prepared-at",
+    'echo "prepared: .cache/prepared-at"',
+    "",
+  ].join("\n"),
+  ".agents/check.sh": [
+    "#!/usr/bin/env bash",
+    "# Proves a change to the sample project: its tests (docs/vm-agent.md).",
+    "set -euo pipefail",
+    "node test/greeting.test.js",
+    'echo "greeting tests passed"',
+    "",
+  ].join("\n"),
 };
 
 const AUTHOR = {

@@ -9,9 +9,12 @@
  * It reads the lines the team runner writes (agent/team/prompts.ts): the persona header in the
  * system prompt (`# You are <name>, an agent of this project's team`, `You are the lead of the
  * team.`, `Your teammates: a, b, c.`) and the prompt (`Task <id> from <who>:` and the task, or a
- * conflict with `Resolve the rebase (or merge) conflict in these files:` and `- <path>` lines), and
- * a team review's prompt (agent/team/review/review_prompt.ts), answered through the CLI's
- * `StructuredOutput` tool as a model answers `--json-schema`. It
+ * conflict with `Resolve the rebase (or merge) conflict in these files:` and `- <path>` lines; a
+ * session resumed because the project's check failed, `The project's check failed on your work …`
+ * with the check's last lines, is a task like any other: the files its log names in backticks are
+ * the ones it changes, so a test's check can ask for the fix it wants), and a team review's prompt
+ * (agent/team/review/review_prompt.ts), answered through the CLI's `StructuredOutput` tool as a
+ * model answers `--json-schema`. It
  * reads untrusted blocks (agent/team/untrusted.ts) as a careful model does: an `@name` in one is
  * someone else's word, never a handoff. Markers in
  * the prompt (`[model:overloaded=2]`, `[model:parallel]`, ...) make it behave as the real service

@@ -44,13 +44,15 @@ alter table public.projects
 comment on column public.projects.delivery is
   'pull_request (default; only for a GitHub project) or push: how the agents'' work reaches the repository (contract §16).';
 
--- The manifest carries the delivery (mode, branch_prefix, draft): a change moves its revision.
+-- The manifest carries the delivery (mode, branch_prefix, draft, ci_fix_rounds: the runner's own
+-- check rounds, contract §20): a change moves its revision.
 create trigger projects_delivery_changed
-  before update of delivery, draft_pull_requests, branch_prefix on public.projects
+  before update of delivery, draft_pull_requests, branch_prefix, ci_fix_rounds on public.projects
   for each row
   when (old.delivery is distinct from new.delivery
         or old.draft_pull_requests is distinct from new.draft_pull_requests
-        or old.branch_prefix is distinct from new.branch_prefix)
+        or old.branch_prefix is distinct from new.branch_prefix
+        or old.ci_fix_rounds is distinct from new.ci_fix_rounds)
   execute function private.next_manifest_revision();
 
 -- -------------------------------------------------------------------------------------

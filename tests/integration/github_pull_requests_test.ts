@@ -39,6 +39,7 @@ Deno.test("a merged pull request: merged, prs_merged counted, its branch deleted
       branch_prefix: "agents/",
       draft: true,
       review_rounds: 2,
+      ci_fix_rounds: 3,
     });
 
     const { taskId, branch } = await startTask(vm, "builder", "Improve the README");

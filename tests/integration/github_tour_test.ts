@@ -6,7 +6,9 @@
  * work as a pull request. A chat message becomes exactly one pull request from the lead's own
  * branch to `main`, opened by the platform with the footer (that `main` receives nothing from the
  * runner is agent_clone_test's): the whole path — the manifest's installation token, the runner's clone and push over git's smart HTTP, the
- * reporter's /pull-requests, the App's REST calls — with the real CLI and the model stand-in.
+ * reporter's /pull-requests, the App's REST calls — with the real CLI and the model stand-in; the
+ * repository's `.agents/check.sh` runs before the push and shows on the pull request's head as
+ * the check run `agents / check` (contract §20).
  */
 import assert from "node:assert/strict";
 import { createTestDatabase } from "../helpers/database.ts";
@@ -77,6 +79,17 @@ Deno.test("the demo repository: a chat message, a review, a merge — one pull r
   const page = await (await fetch(pr.url)).text();
   assert.match(page, /Add a greeting to/);
   assert.match(page, /session/i);
+
+  // The demo repository's `.agents/check.sh` (contract §20) ran on the lead's commit before the
+  // push: the pull request's head has the check run `agents / check`, passed, with its log.
+  const checked = await eventually(async () => {
+    const html = await (await fetch(pr.url)).text();
+    return /<td>agents \/ check<\/td><td>success<\/td>/.test(html) ? html : undefined;
+  }, { timeoutMs: 30_000 });
+  assert.match(checked, /greeting tests passed/);
+  const [passed] = await db.sql`select details from public.audit_events
+    where project_id = ${projectId} and action = 'check_passed' and agent = 'lead'`;
+  assert.equal(passed?.details.exit_status, "0");
 
   // The lead's answer is a comment on it.
   await eventually(

@@ -63,6 +63,8 @@ Deno.test("the VM image: the agent and its team run from the built tree alone", 
       assert.match(exec, /--claude \/usr\/local\/bin\/claude/);
       assert.doesNotMatch(unit, /agent-team-ctl|--hook/);
       assert.match(unit, /^Environment=DENO_DIR=\/opt\/vm-agent\/deno-dir$/m);
+      // The image installs a project's system packages (contract §20); the local stack never does.
+      assert.match(unit, /^Environment=AGENT_INSTALL_PACKAGES=1$/m);
     },
   );
 

@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { DEFAULT_AGENT_MODEL, DEFAULT_FALLBACK_MODEL } from "../../agent/team/team_settings.ts";
+import { checkFailedPrompt } from "../../agent/team/prompts.ts";
 import {
   type Answer,
   conflictCommand,
@@ -263,6 +264,19 @@ Deno.test("a task naming a file: Read, then Write creating it with the agent's l
     played.answer,
     "Done: Create `src/hello.txt` with a greeting. Changed src/hello.txt.",
   );
+});
+
+Deno.test("a failed check's prompt: the files its log names are changed, not the check", () => {
+  const prompt = checkFailedPrompt(
+    ".agents/check.sh",
+    { exit_status: "1", log_tail: "running tests\nthe check wants `FIXED.md`" },
+    1,
+    3,
+  );
+  const played = play(prompt);
+  assert.deepEqual([...played.files.keys()], ["FIXED.md"]);
+  assert.match(played.files.get("FIXED.md")!, /^builder: The project's check failed/);
+  assert.deepEqual(played.commands, []);
 });
 
 Deno.test("a file that exists keeps its content, and the line is added at the end", () => {

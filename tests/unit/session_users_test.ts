@@ -83,3 +83,12 @@ Deno.test("agent/ has no import circle (the team's shared types are in types.ts)
   };
   for (const module of graph.keys()) visit(module);
 });
+
+Deno.test("teamSettings(): setup's limit and installing packages, off unless the unit says 1", () => {
+  assert.equal(teamSettings({}, true).setupTimeoutMs, 20 * 60_000);
+  assert.equal(teamSettings({ AGENT_SETUP_TIMEOUT_MINUTES: "5" }, true).setupTimeoutMs, 300_000);
+  assert.throws(() => teamSettings({ AGENT_SETUP_TIMEOUT_MINUTES: "0" }), /above 0/);
+  assert.equal(teamSettings({}, true).installPackages, false);
+  assert.equal(teamSettings({ AGENT_INSTALL_PACKAGES: "true" }, true).installPackages, false);
+  assert.equal(teamSettings({ AGENT_INSTALL_PACKAGES: "1" }, true).installPackages, true);
+});

@@ -402,6 +402,10 @@ export const manifest = route({
           "`reviews: pull_requests` other than the author: its pull requests open as drafts and " +
           "each new head is a review_pull_request command",
       ),
+      ci_fix_rounds: z.int().optional().describe(
+        "Failed checks sent back to the agent per task at most: §16's follow-ups, and the " +
+          "agents' own check (contract §20), counted apart; absent: 3",
+      ),
     }).optional().describe(
       "How the agents' work reaches the repository (contract §16). Always answered; a manifest " +
         "kept from before it existed is read as push",

@@ -6,7 +6,7 @@
 -- (supabase/functions/vm-reporter/routes/pull_requests_test.ts).
 begin;
 \ir fixtures.psql
-select plan(23);
+select plan(24);
 
 select tests.create_project('cccccccc-cccc-4ccc-8ccc-cccccccccccc', 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
   'P1', 'active', '11111111-1111-4111-8111-111111111111');
@@ -40,6 +40,9 @@ select is((select manifest_revision from public.projects where name = 'P1'), 3::
 update public.projects set agents_label = 'ai' where name = 'P1';
 select is((select manifest_revision from public.projects where name = 'P1'), 3::bigint,
   'agents_label is not in the manifest');
+update public.projects set ci_fix_rounds = 5 where name = 'P1';
+select is((select manifest_revision from public.projects where name = 'P1'), 4::bigint,
+  'ci_fix_rounds moves it (the runner''s own check rounds are in the manifest)');
 
 -- One pull request per branch.
 select lives_ok($$select private.claim_pull_request('cccccccc-cccc-4ccc-8ccc-cccccccccccc',

@@ -118,7 +118,8 @@ export const manifest = defineRoute(contract, {
         else jsonb_build_object('monthly_usd', p.monthly_budget_usd, 'spent_usd', c.total_usd,
           'month', to_char(c.month, 'YYYY-MM')) end,
       'delivery', jsonb_build_object('setting', p.delivery, 'branch_prefix', p.branch_prefix,
-        'draft', p.draft_pull_requests, 'review_rounds', p.review_rounds),
+        'draft', p.draft_pull_requests, 'review_rounds', p.review_rounds,
+        'ci_fix_rounds', p.ci_fix_rounds),
       'environment', jsonb_build_object('system_packages', to_jsonb(p.system_packages),
         'check_command', p.check_command),
       'github_verified', exists (select 1 from private.project_github_verification(p.id)))

@@ -24,7 +24,13 @@ import type { Manifest } from "../../_contract/reporter.ts";
 /** High enough that no step here is ever rate limited. */
 const ENV = { VM_REPORTER_RATE_LIMIT: "100000", VM_API_RATE_LIMIT: "100000" };
 /** Not a GitHub project here: the agents push (contract §16). */
-const PUSH = { mode: "push", branch_prefix: "agents/", draft: false, review_rounds: 2 };
+const PUSH = {
+  mode: "push",
+  branch_prefix: "agents/",
+  draft: false,
+  review_rounds: 2,
+  ci_fix_rounds: 3,
+};
 /** No system packages and no check_command (contract §20). */
 const NO_ENVIRONMENT = { system_packages: [], check_command: null };
 const TOKEN_VALUE = "ghp_manifestSecretValue_9876543210";
@@ -114,7 +120,13 @@ Deno.test("/manifest answers the project's repository, secrets and revision", as
       repository: null,
       secrets: { GIT_TOKEN: `${TOKEN_VALUE}2` },
       revision: last,
-      delivery: { mode: "push", branch_prefix: "bots/", draft: true, review_rounds: 2 },
+      delivery: {
+        mode: "push",
+        branch_prefix: "bots/",
+        draft: true,
+        review_rounds: 2,
+        ci_fix_rounds: 3,
+      },
       environment: { system_packages: ["ripgrep", "libpq-dev"], check_command: null },
     });
     // What a session may spend: the budget and this UTC month's cost so far (§11a).
