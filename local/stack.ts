@@ -85,7 +85,7 @@ export async function startStack(
   const github: LocalGitHub | undefined = Deno.env.get("GITHUB_API_URL")
     ? undefined
     : await startLocalGitHub(
-      resolve(".local/github"),
+      resolve(Deno.env.get("LOCAL_GITHUB_ROOT") || ".local/github"),
       gitHubPort(Number(Deno.env.get("PORT") || 54321)),
     );
   const config = loadConfig({

@@ -35,15 +35,23 @@ export async function startServer(
   env: Record<string, string> = {},
   options: ServerOptions = {},
 ): Promise<TestServer> {
-  // Each server's simulated VMs keep their directories apart from every other's.
+  // Each server's simulated VMs, and its GitHub stand-in's repositories and App, keep their
+  // directories apart from every other's (and from `deno task start`'s under .local/).
   const vmRoot = await Deno.makeTempDir({ prefix: "vm-service-vms-" });
+  const githubRoot = await Deno.makeTempDir({ prefix: "vm-service-github-" });
   // A spawned child is no group leader, so setsid makes it one without forking: the group's id
   // is the child's pid.
   const child = new Deno.Command(options.processGroup ? "setsid" : "deno", {
     args: options.processGroup
       ? ["deno", "task", "--config", CONFIG, "start"]
       : ["run", "-A", START],
-    env: { DATABASE_URL: databaseUrl, PORT: "0", LOCAL_VM_ROOT: vmRoot, ...env },
+    env: {
+      DATABASE_URL: databaseUrl,
+      PORT: "0",
+      LOCAL_VM_ROOT: vmRoot,
+      LOCAL_GITHUB_ROOT: githubRoot,
+      ...env,
+    },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -74,6 +82,7 @@ export async function startServer(
     await child.status;
     await pumps;
     await Deno.remove(vmRoot, { recursive: true }).catch(() => {});
+    await Deno.remove(githubRoot, { recursive: true }).catch(() => {});
   };
 
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -428,6 +428,11 @@ export const ENV = {
       schema: positiveInt(5000),
       doc: "Local driver: the simulated agent's cycle.",
     },
+    LOCAL_GITHUB_ROOT: {
+      schema: z.string().min(1).default(".local/github"),
+      doc: "Local stack: where the GitHub stand-in keeps its App's key and its repositories " +
+        "between runs (not with GITHUB_API_URL).",
+    },
     LOCAL_VM_ROOT: {
       schema: z.string().min(1).default(".local/vms"),
       doc: "Local driver: where each simulated VM keeps its directories (`bootstrap.json`, " +
