@@ -144,21 +144,30 @@ export async function startStack(
         fleet?.start(`http://127.0.0.1:${port}/functions/v1/vm-reporter`).catch((error) =>
           services.log.error("simulated agents could not start", describeError(error))
         );
-        github?.connect(`http://127.0.0.1:${port}/functions/v1/github-webhooks`).catch((error) =>
-          services.log.error("the GitHub stand-in's demo could not be set up", describeError(error))
+        // Ready once the demo repository exists with the App installed: a person naming it
+        // right away proves their push access against it (contract §18), which a repository the
+        // App is not installed on yet could not give.
+        const demo = github?.connect(`http://127.0.0.1:${port}/functions/v1/github-webhooks`)
+          .catch((error) =>
+            services.log.error(
+              "the GitHub stand-in's demo could not be set up",
+              describeError(error),
+            )
+          );
+        void Promise.resolve(demo).then(() =>
+          onReady({
+            port,
+            dataApi: dataApi?.keys,
+            realtime: realtime !== undefined,
+            databaseUrl: database.url,
+            databaseFiles: database.dataDir,
+            mail,
+            smtpUrl: mail ? undefined : redactSmtpUrl(config.notifications.smtpUrl!),
+            reconcileIntervalMs: config.reconcileIntervalMs,
+            computeDriver: config.computeDriver,
+            githubDemo: github?.demoUrl,
+          })
         );
-        onReady({
-          port,
-          dataApi: dataApi?.keys,
-          realtime: realtime !== undefined,
-          databaseUrl: database.url,
-          databaseFiles: database.dataDir,
-          mail,
-          smtpUrl: mail ? undefined : redactSmtpUrl(config.notifications.smtpUrl!),
-          reconcileIntervalMs: config.reconcileIntervalMs,
-          computeDriver: config.computeDriver,
-          githubDemo: github?.demoUrl,
-        });
       },
     },
     createGateway({
