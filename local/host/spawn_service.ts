@@ -8,6 +8,8 @@ export interface SpawnedService extends AsyncDisposable {
   pid: number;
   /** The anon key start.ts prints, when it runs the Data API. */
   anonKey: string | undefined;
+  /** Everything the child printed so far (the addresses start.ts names before `ready:`). */
+  output(): string;
   /** SIGTERM, then waits for the exit; answers everything the child printed. */
   stop(): Promise<string>;
 }
@@ -51,6 +53,7 @@ export async function spawnService(
       origin,
       pid: child.pid,
       anonKey: /anon key: +(\S+)/.exec(output)?.[1],
+      output: () => output,
       stop,
       [Symbol.asyncDispose]: async () => void (await stop()),
     };

@@ -120,11 +120,4 @@ export async function startServer(
 }
 
 /** A stack whose simulated VMs and team move fast: boots, stops, cycles and reconciler runs. */
-export const FAST_TEAM = {
-  LOCAL_VM_BOOT_MS: "300",
-  LOCAL_VM_STOP_MS: "200",
-  LOCAL_VM_DELETE_MS: "200",
-  LOCAL_AGENT_CYCLE_MS: "200",
-  RECONCILE_INTERVAL_MS: "100",
-  VM_REPORTER_RATE_LIMIT: "100000",
-};
+export { FAST_TEAM } from "../../local/fleet/fast_team.ts";
