@@ -9,7 +9,8 @@ import { taskBranch } from "../../agent/team/delivery.ts";
 import { connectPerson } from "../../local/github/demo.ts";
 import { DEMO_OWNER, type GitHubStandIn, startGitHubStandIn } from "../../local/github/server.ts";
 import { inProcess, type InProcessStack } from "./in_process.ts";
-import type { Reporter } from "./vm_reporter.ts";
+import { eventually, ok, vmApi } from "./vm_api.ts";
+import { type ProjectSetup, type Reporter, reporter, setupProject } from "./vm_reporter.ts";
 
 export const REPO = "app";
 
@@ -54,6 +55,40 @@ export async function connectGitHub(
 ): Promise<void> {
   const { config, sql, log } = stack.services;
   await connectPerson({ config, sql, log }, gh, userId, login);
+}
+
+/**
+ * A project on the stand-in's repository as its owner makes one: the App installed, their GitHub
+ * account connected, the repository (with `settings`) saved and so its push access proved
+ * (contract §18). Answers the project and its VM.
+ */
+export async function verifiedProject(
+  gh: GitHubStandIn,
+  stack: InProcessStack,
+  settings: Record<string, unknown> = {},
+): Promise<ProjectSetup & { vm: Reporter }> {
+  gh.install(DEMO_OWNER, [REPO]);
+  await gh.deliveriesSettled();
+  const project = await setupProject(stack.db.sql);
+  await connectGitHub(gh, stack, project.userId);
+  ok(
+    await vmApi(stack).act(project.userId, "update", project.projectId, {
+      repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
+      ...settings,
+    }),
+  );
+  return { ...project, vm: reporter(stack, project.projectId, project.token) };
+}
+
+/** Resolves once the stand-in's webhooks so far were acted on, and what they left for GitHub done. */
+export async function githubSettled(gh: GitHubStandIn, stack: InProcessStack): Promise<void> {
+  await gh.deliveriesSettled();
+  await eventually(async () => {
+    const [{ due }] = await stack.db.sql<[{ due: number }]>`
+      select (select count(*) from private.github_webhook_deliveries where processed_at is null)
+        + (select count(*) from private.github_actions where done_at is null) as due`;
+    return Number(due) === 0 ? true : undefined;
+  });
 }
 
 /**

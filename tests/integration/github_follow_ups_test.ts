@@ -15,15 +15,15 @@ import {
   type GitHubStandIn,
 } from "../../local/github/server.ts";
 import {
-  connectGitHub,
+  githubSettled,
   pushBranch,
   REPO,
   startTask,
+  verifiedProject,
   withGitHubPlatform,
 } from "../helpers/github_platform.ts";
 import type { InProcessStack } from "../helpers/in_process.ts";
-import { eventually, ok, vmApi } from "../helpers/vm_api.ts";
-import { reporter, setupProject } from "../helpers/vm_reporter.ts";
+import { eventually } from "../helpers/vm_api.ts";
 
 interface Project {
   projectId: string;
@@ -41,26 +41,8 @@ async function githubProject(
   settings: Record<string, unknown> = {},
 ): Promise<Project> {
   const { sql } = stack.db;
-  gh.install(DEMO_OWNER, [REPO]);
-  await gh.deliveriesSettled();
-  const { projectId, token, userId } = await setupProject(sql);
-  await connectGitHub(gh, stack, userId);
-  ok(
-    await vmApi(stack).act(userId, "update", projectId, {
-      repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
-      ...settings,
-    }),
-  );
-  const vm = reporter(stack, projectId, token);
-  const settled = async () => {
-    await gh.deliveriesSettled();
-    await eventually(async () => {
-      const [{ due }] = await sql<[{ due: number }]>`
-        select (select count(*) from private.github_webhook_deliveries where processed_at is null)
-          + (select count(*) from private.github_actions where done_at is null) as due`;
-      return Number(due) === 0 ? true : undefined;
-    });
-  };
+  const { projectId, vm } = await verifiedProject(gh, stack, settings);
+  const settled = () => githubSettled(gh, stack);
   return {
     projectId,
     async open(branch, files) {

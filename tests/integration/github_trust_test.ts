@@ -14,6 +14,7 @@ import {
   pushBranch,
   REPO,
   startTask,
+  verifiedProject,
   withGitHubPlatform,
 } from "../helpers/github_platform.ts";
 import { connectThroughOAuth } from "../helpers/github_oauth.ts";
@@ -98,17 +99,9 @@ Deno.test("another organization's user cannot name a repository they cannot push
 
 Deno.test("the manifest's token asks for contents and metadata only", () =>
   withGitHubPlatform(async (gh, stack) => {
-    gh.install(DEMO_OWNER, [REPO]);
-    await gh.deliveriesSettled();
-    const { projectId, token, userId } = await setupProject(stack.db.sql);
-    await connectGitHub(gh, stack, userId);
-    ok(
-      await vmApi(stack).act(userId, "update", projectId, {
-        repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
-      }),
-    );
+    const { vm } = await verifiedProject(gh, stack);
     const before = gh.tokenRequests.length;
-    const manifest = await reporter(stack, projectId, token).ok("/manifest", {});
+    const manifest = await vm.ok("/manifest", {});
     assert.ok(manifest.repository?.credentials?.password);
     const minted = gh.tokenRequests.slice(before);
     assert.equal(minted.length, 1);
@@ -117,16 +110,7 @@ Deno.test("the manifest's token asks for contents and metadata only", () =>
 
 Deno.test("only the runner's branch of a task the platform knows gets a pull request", () =>
   withGitHubPlatform(async (gh, stack) => {
-    gh.install(DEMO_OWNER, [REPO]);
-    await gh.deliveriesSettled();
-    const { projectId, token, userId } = await setupProject(stack.db.sql);
-    await connectGitHub(gh, stack, userId);
-    ok(
-      await vmApi(stack).act(userId, "update", projectId, {
-        repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
-      }),
-    );
-    const vm = reporter(stack, projectId, token);
+    const { vm } = await verifiedProject(gh, stack);
     const { taskId, branch } = await startTask(vm, "builder", "Rename the module");
     await pushBranch(gh, branch);
     const refusedBranch = async (body: Record<string, unknown>) => {
@@ -166,16 +150,7 @@ Deno.test("only the runner's branch of a task the platform knows gets a pull req
 
 Deno.test("a person's own pull request on a branch the VM reports is never touched", () =>
   withGitHubPlatform(async (gh, stack) => {
-    gh.install(DEMO_OWNER, [REPO]);
-    await gh.deliveriesSettled();
-    const { projectId, token, userId } = await setupProject(stack.db.sql);
-    await connectGitHub(gh, stack, userId);
-    ok(
-      await vmApi(stack).act(userId, "update", projectId, {
-        repository_url: `${gh.webUrl}/${DEMO_OWNER}/${REPO}`,
-      }),
-    );
-    const vm = reporter(stack, projectId, token);
+    const { projectId, vm } = await verifiedProject(gh, stack);
     const { taskId, branch } = await startTask(vm, "builder", "Rename the module");
     await pushBranch(gh, branch);
     // A person opens their own pull request on that head first, with their own token.
