@@ -43,8 +43,12 @@ export async function afterSession(
       details: { files: task.files ?? [] },
     });
   }
+  // A follow-up's first line says what came back ("reviewer reviewed pull request #3:"): the
+  // commit says it answers that, not the feedback's words as if they were its own.
   const subject = task.kind === "conflict"
     ? "Resolve a rebase conflict"
+    : task.from === "pull_request"
+    ? title(`Follow-up: ${title(task.text).replace(/:$/, "")}`, TITLE_CHARS)
     : title(task.text, TITLE_CHARS);
   await clone.commitLeftovers(`${subject}\n\nTask ${task.id} (${agent.name})`);
   // Pushed anyway, never hidden: the commit says its check failed.
