@@ -86,16 +86,7 @@ export async function runTask(
     if (task.merge_base) files = await clone.mergeBase();
   }
   const budgetLeft = team.budget.left(manifest);
-  if (budgetLeft !== undefined && budgetLeft <= 0) {
-    // Nothing left this month: the task waits (the platform stops the VM at the budget, §12).
-    await team.board.retryLater(
-      task.id,
-      "The project's monthly budget is spent: raise it in Settings, or wait for next month.",
-      team.options.retryBaseMs,
-    );
-    state.status = "idle";
-    return;
-  }
+  if (await heldForBudget(team, task, state, budgetLeft)) return;
   const before = await clone.head();
   const coordination = (await team.persona("COORDINATION.md")) ?? "";
   // The socket the session's hook asks for approvals on: that agent's approvals only (§19).
@@ -395,4 +386,24 @@ function baseEnv(home: string): Record<string, string> {
     // The hook runs on the agent's Deno with its module cache (HOME differs per agent).
     DENO_DIR: env.DENO_DIR ?? `${env.XDG_CACHE_HOME ?? `${env.HOME ?? "/root"}/.cache`}/deno`,
   };
+}
+
+/**
+ * Nothing left of the monthly budget: the task waits on the board (the platform stops the VM at
+ * the budget, §12) and the agent is idle. Answers whether it was held.
+ */
+export async function heldForBudget(
+  team: Team,
+  task: Task,
+  state: AgentState,
+  budgetLeft: number | undefined,
+): Promise<boolean> {
+  if (budgetLeft === undefined || budgetLeft > 0) return false;
+  await team.board.retryLater(
+    task.id,
+    "The project's monthly budget is spent: raise it in Settings, or wait for next month.",
+    team.options.retryBaseMs,
+  );
+  state.status = "idle";
+  return true;
 }

@@ -18,7 +18,7 @@ import { runSession, type SessionOutcome } from "../claude_session.ts";
 import { deliveryOf } from "../delivery.ts";
 import { systemPrompt } from "../prompts.ts";
 import type { RosterAgent } from "../roster.ts";
-import { sessionEnv, sessionSettings } from "../session.ts";
+import { heldForBudget, sessionEnv, sessionSettings } from "../session.ts";
 import type { SessionInbox } from "../session_inbox.ts";
 import { StepReporter, stepsOf } from "../session_steps.ts";
 import type { Task } from "../task_board.ts";
@@ -61,15 +61,7 @@ export async function runReview(
     })
     : undefined;
   const budgetLeft = team.budget.left(manifest);
-  if (budgetLeft !== undefined && budgetLeft <= 0) {
-    await team.board.retryLater(
-      task.id,
-      "The project's monthly budget is spent: raise it in Settings, or wait for next month.",
-      team.options.retryBaseMs,
-    );
-    state.status = "idle";
-    return;
-  }
+  if (await heldForBudget(team, task, state, budgetLeft)) return;
 
   let diff: string;
   try {
