@@ -8,7 +8,7 @@
  * VM reports is never adopted: not its body, not a comment, not a reaction.
  */
 import assert from "node:assert/strict";
-import { DEMO_OUTSIDER, DEMO_OWNER, DEMO_WRITER } from "../../local/github/server.ts";
+import { DEMO_OUTSIDER, DEMO_OWNER, DEMO_READER, DEMO_WRITER } from "../../local/github/server.ts";
 import {
   connectGitHub,
   pushBranch,
@@ -95,6 +95,15 @@ Deno.test("another organization's user cannot name a repository they cannot push
     const manifest = await reporter(stack, attacker.projectId, attacker.token).ok("/manifest", {});
     assert.equal(manifest.repository?.credentials, undefined);
     assert.equal(gh.tokenRequests.length, before, "no installation token was ever minted");
+
+    // One who sees the repository but may not push (a read collaborator: GitHub answers 200 with
+    // permissions.push false) is refused just the same.
+    const reader = await setupProject(stack.db.sql);
+    await connectGitHub(gh, stack, reader.userId, DEMO_READER);
+    const read = await api.act(reader.userId, "update", reader.projectId, { repository_url: url });
+    assert.equal(read.status, 403);
+    assert.equal(read.body.code, "github_repository_forbidden");
+    assert.match(String(read.body.error), new RegExp(`${DEMO_READER}.*${DEMO_OWNER}/${REPO}`));
   }));
 
 Deno.test("the manifest's token asks for contents and metadata only", () =>
