@@ -26,11 +26,14 @@ export const health = defineRoute(contract, {
     -- the team (new, or removed), or is with another status, task, error or activity; or an
     -- agent on the team it leaves out. A list of none is no roster (private.is_off_roster). Read
     -- only: most reports change nothing and write no agent row; private.record_roster writes the
-    -- changes, called below only for these.
+    -- changes, called below only for these. Counted, not EXISTS: for an EXISTS the planner
+    -- costs only the first row of the join and, the report's list estimated at 100 agents,
+    -- scans every agent of the fleet for each report (docs/benchmarks.md); a count probes the
+    -- project's agents by their key.
     changed as (
       select r.ord from report r
-      where jsonb_array_length(r.body -> 'agents') > 0 and exists (
-        select 1
+      where jsonb_array_length(r.body -> 'agents') > 0 and 0 < (
+        select count(*)
         from jsonb_to_recordset(r.body -> 'agents')
           as g (name text, status text, current_task text, last_activity_at timestamptz, error text)
         full join (

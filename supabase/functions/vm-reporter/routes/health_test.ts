@@ -2,12 +2,15 @@
  * POST /vm-reporter/health, in process against the real database: the snapshot and agents it
  * stores, the exact health rule, the validation that refuses a report whole, the 401 of a caller
  * without a valid token of the project (nothing written anywhere), a retried older report
- * that must not overwrite a newer one, and the reported roster as the team (an agent it leaves
- * out leaves the Agents area, and comes back when listed again).
+ * that must not overwrite a newer one, the reported roster as the team (an agent it leaves
+ * out leaves the Agents area, and comes back when listed again), and the statement's plan: the
+ * project's agents read by their key, whatever the size of the fleet.
  */
 import assert from "node:assert/strict";
 import { inProcess } from "../../../../tests/helpers/in_process.ts";
 import { deriveHealth } from "../../_contract/reporter.ts";
+import { statementOf } from "../dispatch.ts";
+import { health as healthRoute } from "./health.ts";
 import {
   assertError,
   assertUnauthorized,
@@ -422,4 +425,39 @@ Deno.test("/health: a report that changes no agent writes only its snapshot", as
     assert.equal(await broadcasts(), 1, "the Agents area is told to read again");
     assert.deepEqual(await lastReported(), { lead: at(4) });
   });
+});
+
+Deno.test("/health: a report reads its project's agents by their key, however many the fleet has", async () => {
+  await using stack = await inProcess(ENV);
+  const { sql } = stack.db;
+  // A fleet's worth of agents, analyzed: the planner knows the table is large. A plan that scans
+  // every agent for each report (an EXISTS costed by its first row did) costs grow with the fleet.
+  const { projectId, token } = await setupProject(sql, { status: "running" });
+  await sql`
+    with fleet as (
+      insert into public.projects (organization_id, name, status, health_status)
+      select p.organization_id, 'fleet ' || i, 'running', 'healthy'
+      from public.projects p, generate_series(1, 700) i where p.id = ${projectId}
+      returning id
+    )
+    insert into public.project_agents (project_id, name, status)
+    select f.id, a.name, 'idle' from fleet f, (values ('lead'), ('builder'), ('reviewer')) a (name)`;
+  await sql`analyze public.project_agents`;
+  const body = { ...health([{ name: "lead", status: "active" }]), health: "healthy" };
+  const batch = [{ project_id: projectId, token_hash: "00", body }];
+  type PlanNode = { "Node Type": string; "Relation Name"?: string; Plans?: PlanNode[] };
+  const [{ "QUERY PLAN": [plan] }] = await sql.unsafe<[{ "QUERY PLAN": [{ Plan: PlanNode }] }]>(
+    `explain (format json) ${statementOf(healthRoute.statement)}`,
+    [sql.json(batch as never), sql.json({ rate_limit: 10 } as never)] as never[],
+  );
+  const scans: string[] = [];
+  const walk = (node: PlanNode) => {
+    if (node["Relation Name"] === "project_agents") scans.push(node["Node Type"]);
+    for (const child of node.Plans ?? []) walk(child);
+  };
+  walk(plan.Plan);
+  assert.ok(scans.length > 0, "the statement reads project_agents");
+  assert.deepEqual(scans.filter((scan) => scan === "Seq Scan"), [], `scans: ${scans.join(", ")}`);
+  // And the report still works on that plan.
+  await reporter(stack, projectId, token).ok("/health", health([{ name: "lead", status: "idle" }]));
 });
