@@ -4,8 +4,8 @@ import { defineRoute } from "../route.ts";
 // The body as the contract parsed it: `steps` the valid ones (summary one line, detail cut to
 // 4 KiB with `truncated`), `rejected` the others with their 400, answered as they are. A step is
 // stored once per (session_id, seq): a repeat, in the batch or already stored, is skipped whatever
-// its `at` (the probe is one key index probe per partition: without `at` it cannot prune), and two
-// requests racing with the same step meet on the key. A step dated after its arrival is stored
+// its `at` (the probe is one key index probe per step and partition: without `at` it cannot
+// prune), and two requests racing with the same step meet on the key. A step dated after its arrival is stored
 // at its arrival (a VM clock ahead must not fill partitions to come). The statement's trigger
 // broadcasts `telemetry` {table: session_steps} (22_session_steps.sql).
 export const sessionSteps = defineRoute(contract, {
@@ -20,10 +20,14 @@ export const sessionSteps = defineRoute(contract, {
         session_id text, seq integer, agent text, kind text, tool text, summary text,
         detail text, truncated boolean, at timestamptz
       )
-      where not exists (
-        select 1 from private.session_steps t
+      -- LATERAL with LIMIT: probes per step. A NOT EXISTS became an anti join that, the batch's
+      -- steps estimated at a hundred per request, sorted every stored step of every partition.
+      left join lateral (
+        select true as stored from private.session_steps t
         where t.project_id = a.project_id and t.session_id = s.session_id and t.seq = s.seq
-      )
+        limit 1
+      ) repeat on true
+      where repeat.stored is null
       order by a.project_id, s.session_id, s.seq
       on conflict do nothing
     )`,

@@ -4,11 +4,14 @@
  * valid steps are stored (a batch without one is a 400), the batch's bound, the summary kept to one
  * line and the detail to 4 KiB, repeated steps stored once whatever their `at`, steps read back in
  * seq order whatever order they came in, the 401 of a caller without a valid token of the project
- * (nothing written), and the steps shown to the project's members only.
+ * (nothing written), the steps shown to the project's members only, and the statement's plan: a
+ * repeat probed for by key, however many steps are stored.
  */
 import assert from "node:assert/strict";
 import { createUser } from "../../../../tests/helpers/fixtures.ts";
 import { inProcess } from "../../../../tests/helpers/in_process.ts";
+import { plannedScans } from "../../../../tests/helpers/statement_plan.ts";
+import { sessionSteps } from "./session_steps.ts";
 import {
   assertError,
   assertMembersOnly,
@@ -280,4 +283,38 @@ Deno.test("/sessions/steps stores live sessions' steps", async (t) => {
     await reporter(stack, projectId, token).ok(ROUTE, { steps: [step(0)] });
     await assertMembersOnly(db.sql, projectId, userId, outsider, ["session_steps"]);
   });
+});
+
+Deno.test("/sessions/steps: a repeat is probed for by key, however many steps are stored", async () => {
+  await using stack = await inProcess(ENV);
+  const { sql } = stack.db;
+  // A day of a fleet's steps, analyzed: the planner knows the table is large. A plan that reads
+  // every stored step for each batch (NOT EXISTS as an anti join did) costs more with every VM.
+  const { projectId, token } = await setupProject(sql);
+  await sql`
+    insert into private.session_steps (project_id, session_id, seq, agent, kind, summary, at)
+    select ${projectId}, 's' || (i / 50), i % 50, 'lead', 'text', 'step', now() - interval '1 hour'
+    from generate_series(1, 20000) i`;
+  await sql`analyze private.session_steps`;
+  const [{ partition }] = await sql<[{ partition: string }]>`
+    select distinct tableoid::regclass::text as partition from private.session_steps`;
+  const body = { steps: [step(0), step(1)], rejected: [] };
+  const scans = await plannedScans(
+    sql,
+    sessionSteps.statement,
+    { projectId, body },
+    "session_steps",
+  );
+  const filled = scans.filter((scan) =>
+    scan.endsWith(` on ${partition.replace(/^private\./, "")}`)
+  );
+  assert.equal(filled.length, 1, `scans: ${scans.join(", ")}`);
+  assert.match(filled[0]!, /^Index (Only )?Scan /, `scans: ${scans.join(", ")}`);
+  // And the statement on that plan still stores a step once.
+  const vm = reporter(stack, projectId, token);
+  await vm.ok(ROUTE, { steps: [step(0, { session_id: "fresh" })] });
+  await vm.ok(ROUTE, { steps: [step(0, { session_id: "fresh", at: minutesAgo(1) })] });
+  const [{ n }] = await sql<[{ n: number }]>`
+    select count(*)::int as n from private.session_steps where session_id = 'fresh'`;
+  assert.equal(n, 1);
 });
