@@ -337,12 +337,32 @@ end;
 $$;
 
 /**
+ * The `agents` of the newest health report private.record_roster applied to a project's team.
+ * vm-reporter/routes/health.ts compares a report's list with it before anything else: most
+ * reports list the team as it is, and one probe of this key tells so, where comparing the list
+ * with project_agents row by row cost more (docs/benchmarks.md). Only record_roster writes
+ * project_agents, and it writes here the list of each report it applies, so an equal list means
+ * the report changes nothing; a project without one (no report applied since) compares as
+ * changed. `reported_at` keeps an older report, applied in a transaction racing a newer one, from
+ * writing its list over the newer's.
+ */
+create table private.applied_rosters (
+  project_id uuid primary key references public.projects (id) on delete cascade,
+  agents jsonb not null check (jsonb_typeof(agents) = 'array'),
+  reported_at timestamptz not null
+);
+
+alter table private.applied_rosters enable row level security;
+
+revoke all on private.applied_rosters from public, anon, authenticated;
+
+/**
  * Writes what a health report changed of the team (contract §11a), called by health.ts only for a
- * report that differs from project_agents: the agents it lists whose status, task, activity or
- * error differ (or that are new, or were removed), and the agents it leaves out, marked removed.
- * Rows that did not change are not written, so the live telemetry triggers (20_live_telemetry)
- * see only the changes. A report older than the roster's newest report (a retry) changes nothing:
- * it is kept as history (its snapshot) only.
+ * report whose list differs from the newest applied one's (private.applied_rosters): the agents
+ * it lists whose status, task, activity or error differ (or that are new, or were removed), and
+ * the agents it leaves out, marked removed. Rows that did not change are not written, so the live
+ * telemetry triggers (20_live_telemetry) see only the changes. A report older than the roster's
+ * newest report (a retry) changes nothing: it is kept as history (its snapshot) only.
  */
 create or replace function private.record_roster(
   p_project_id uuid,
@@ -382,6 +402,10 @@ begin
   where pa.project_id = p_project_id and pa.removed_at is null
     and pa.last_reported_at < p_reported_at
     and private.is_off_roster(p_agents, pa.name);
+  insert into private.applied_rosters as r (project_id, agents, reported_at)
+  values (p_project_id, p_agents, p_reported_at)
+  on conflict (project_id) do update set agents = excluded.agents, reported_at = excluded.reported_at
+  where r.reported_at <= excluded.reported_at;
 end;
 $$;
 

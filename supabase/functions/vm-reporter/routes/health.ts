@@ -22,27 +22,17 @@ export const health = defineRoute(contract, {
              (r.body ->> 'disk_percent')::numeric, r.body -> 'agents', r.health, r.reported_at
       from report r
     ),
-    -- Whether the report changes what project_agents holds: an agent it lists that is not on
-    -- the team (new, or removed), or is with another status, task, error or activity; or an
-    -- agent on the team it leaves out. A list of none is no roster (private.is_off_roster). Read
-    -- only: most reports change nothing and write no agent row; private.record_roster writes the
-    -- changes, called below only for these. Counted, not EXISTS: for an EXISTS the planner
-    -- costs only the first row of the join and, the report's list estimated at 100 agents,
-    -- scans every agent of the fleet for each report (docs/benchmarks.md); a count probes the
-    -- project's agents by their key.
+    -- Whether the report may change what project_agents holds: its list differs from the one of
+    -- the newest report applied (private.applied_rosters: one probe by key, where comparing the
+    -- list with the project's agents row by row cost more). A list of none is no roster
+    -- (private.is_off_roster). Read only: most reports change nothing and write no agent row;
+    -- private.record_roster writes the changes, and the list, called below only for these.
     changed as (
       select r.ord from report r
-      where jsonb_array_length(r.body -> 'agents') > 0 and 0 < (
-        select count(*)
-        from jsonb_to_recordset(r.body -> 'agents')
-          as g (name text, status text, current_task text, last_activity_at timestamptz, error text)
-        full join (
-          select * from public.project_agents pa
-          where pa.project_id = r.project_id and pa.removed_at is null
-        ) pa on pa.name = g.name
-        where g.name is null or pa.name is null
-          or (pa.status, pa.current_task, pa.error) is distinct from (g.status, g.current_task, g.error)
-          or coalesce(g.last_activity_at, pa.last_activity_at) is distinct from pa.last_activity_at)
+      where jsonb_array_length(r.body -> 'agents') > 0
+        and r.body -> 'agents' is distinct from (
+          select applied.agents from private.applied_rosters applied
+          where applied.project_id = r.project_id)
     ),
     roster as materialized (
       select r.ord, private.record_roster(r.project_id, r.body -> 'agents', r.reported_at)

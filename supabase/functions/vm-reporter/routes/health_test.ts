@@ -1,10 +1,11 @@
 /**
  * POST /vm-reporter/health, in process against the real database: the snapshot and agents it
  * stores, the exact health rule, the validation that refuses a report whole, the 401 of a caller
- * without a valid token of the project (nothing written anywhere), a retried older report
- * that must not overwrite a newer one, the reported roster as the team (an agent it leaves
- * out leaves the Agents area, and comes back when listed again), and the statement's plan: the
- * project's agents read by their key, whatever the size of the fleet.
+ * without a valid token of the project (nothing written anywhere), a retried older report that
+ * must not overwrite a newer one, the reported roster as the team (an agent it leaves out leaves
+ * the Agents area, and comes back when listed again), the newest applied list (a list like it is
+ * no change, and only that), and the statement's plan: one probe by key decides whether the
+ * roster changed, whatever the size of the fleet.
  */
 import assert from "node:assert/strict";
 import { inProcess } from "../../../../tests/helpers/in_process.ts";
@@ -427,11 +428,12 @@ Deno.test("/health: a report that changes no agent writes only its snapshot", as
   });
 });
 
-Deno.test("/health: a report reads its project's agents by their key, however many the fleet has", async () => {
+Deno.test("/health: a report's roster is checked by one probe by key, however large the fleet", async () => {
   await using stack = await inProcess(ENV);
   const { sql } = stack.db;
-  // A fleet's worth of agents, analyzed: the planner knows the table is large. A plan that scans
-  // every agent for each report (an EXISTS costed by its first row did) costs grow with the fleet.
+  // A fleet's worth of teams and their applied lists, analyzed: the planner knows the tables are large.
+  // A plan that reads every row for each report (an EXISTS over project_agents, costed by its first
+  // row, did) costs more with every VM.
   const { projectId, token } = await setupProject(sql, { status: "running" });
   await sql`
     with fleet as (
@@ -439,19 +441,87 @@ Deno.test("/health: a report reads its project's agents by their key, however ma
       select p.organization_id, 'fleet ' || i, 'running', 'healthy'
       from public.projects p, generate_series(1, 700) i where p.id = ${projectId}
       returning id
+    ),
+    agents as (
+      insert into public.project_agents (project_id, name, status)
+      select f.id, a.name, 'idle' from fleet f, (values ('lead'), ('builder'), ('reviewer')) a (name)
     )
-    insert into public.project_agents (project_id, name, status)
-    select f.id, a.name, 'idle' from fleet f, (values ('lead'), ('builder'), ('reviewer')) a (name)`;
-  await sql`analyze public.project_agents`;
-  const body = { ...health([{ name: "lead", status: "active" }]), health: "healthy" };
-  const scans = await plannedScans(
-    sql,
-    healthRoute.statement,
-    { projectId, body },
-    "project_agents",
+    insert into private.applied_rosters (project_id, agents, reported_at)
+    select f.id, '[{"name": "lead", "status": "idle"}]', now() from fleet f`;
+  await sql`analyze public.project_agents, private.applied_rosters`;
+  const request = {
+    projectId,
+    body: { ...health([{ name: "lead", status: "active" }]), health: "healthy" },
+  };
+  const applied = await plannedScans(sql, healthRoute.statement, request, "applied_rosters");
+  assert.ok(applied.length > 0, "the statement reads applied_rosters");
+  assert.deepEqual(applied.filter((scan) => scan.startsWith("Seq Scan")), [], applied.join(", "));
+  assert.deepEqual(
+    await plannedScans(sql, healthRoute.statement, request, "project_agents"),
+    [],
+    "the report's list is not compared with the team row by row",
   );
-  assert.ok(scans.length > 0, "the statement reads project_agents");
-  assert.deepEqual(scans.filter((scan) => scan.startsWith("Seq Scan")), [], scans.join(", "));
   // And the report still works on that plan.
   await reporter(stack, projectId, token).ok("/health", health([{ name: "lead", status: "idle" }]));
+});
+
+Deno.test("/health: a list like the newest applied one's is no change, and only that", async (t) => {
+  await using stack = await inProcess(ENV);
+  const db = stack.db;
+  const { projectId, token } = await setupProject(db.sql, { status: "running" });
+  const vm = reporter(stack, projectId, token);
+  const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, "0")}:00.000Z`;
+  const A = [{ name: "lead", status: "active" as const }, {
+    name: "builder",
+    status: "idle" as const,
+  }];
+  const B = [{ name: "lead", status: "idle" as const }];
+  const team = async () =>
+    Object.fromEntries(
+      (await db.sql<{ name: string; status: string }[]>`
+        select name, status from public.agent_status where project_id = ${projectId}`)
+        .map((row) => [row.name, row.status]),
+    );
+  /** The list applied last, as A or B, and its report's time. */
+  const applied = async () =>
+    (await db.sql<{ reported_at: Date; list: string }[]>`
+      select r.reported_at,
+        case r.agents
+          when ${db.sql.json(A as never)}::jsonb then 'A'
+          when ${db.sql.json(B as never)}::jsonb then 'B'
+        end as list
+      from private.applied_rosters r where r.project_id = ${projectId}`)[0];
+
+  await t.step("each applied report leaves its list", async () => {
+    await vm.ok("/health", { ...health(A), reported_at: at(0) });
+    assert.deepEqual(await applied(), { reported_at: new Date(at(0)), list: "A" });
+    await vm.ok("/health", { ...health(B), reported_at: at(2) });
+    assert.deepEqual(await team(), { lead: "idle" });
+    assert.deepEqual(await applied(), { reported_at: new Date(at(2)), list: "B" });
+  });
+
+  await t.step("a retried, older report leaves the newer one's list", async () => {
+    await vm.ok("/health", { ...health(A), reported_at: at(0) });
+    assert.deepEqual(await team(), { lead: "idle" }, "the older report changed nothing");
+    assert.equal((await applied())?.list, "B");
+  });
+
+  await t.step("so a newer report with the older list is a change, and applied", async () => {
+    await vm.ok("/health", { ...health(A), reported_at: at(3) });
+    assert.deepEqual(await team(), { lead: "active", builder: "idle" });
+    assert.deepEqual(await applied(), { reported_at: new Date(at(3)), list: "A" });
+  });
+
+  await t.step("an older report applied in a racing transaction keeps the newer list", async () => {
+    // Both passed record_roster's "not older than the roster's newest" before either committed
+    // (no snapshot is inserted here): the older one's rows and list must not win.
+    const apply = (agents: unknown, minute: number) =>
+      db.sql`select private.record_roster(${projectId}, ${db.sql.json(agents as never)}, ${
+        at(minute)
+      })`;
+    await apply(B, 9);
+    await apply(A, 8);
+    assert.deepEqual(await team(), { lead: "idle" });
+    assert.deepEqual(await applied(), { reported_at: new Date(at(9)), list: "B" });
+  });
 });
