@@ -33,6 +33,16 @@ import { newReporterToken } from "../supabase/functions/_shared/reporter_token.t
 import { encryptSecret } from "../supabase/functions/_shared/sealing.ts";
 import { newWebhookSecret } from "../supabase/functions/_shared/webhooks/secret.ts";
 import { type SeededProject, seedFleet } from "./fleet_seed.ts";
+import {
+  audit,
+  conflicts,
+  health,
+  messages,
+  productivity,
+  sessions,
+  steps,
+  tasks,
+} from "./report_bodies.ts";
 import { cpuMicros, postmasterPid } from "./process_cpu.ts";
 import { spawnService } from "../local/host/spawn_service.ts";
 import { startThrowawayDatabase } from "../local/database/throwaway_database.ts";
@@ -354,56 +364,6 @@ async function runScenarios(floorServer: Server, service: Server, projects: Benc
       },
       body: JSON.stringify(body()),
     });
-  };
-  const health = () => ({
-    cpu_percent: 42,
-    memory_percent: 55,
-    disk_percent: 30,
-    agents: [
-      { name: "lead", status: "active" },
-      { name: "builder", status: "active" },
-      { name: "reviewer", status: "idle" },
-    ],
-  });
-  const messages = () => ({
-    messages: Array.from({ length: 5 }, (_, i) => ({ agent: "lead", content: `message ${i}` })),
-  });
-  const audit = () => ({
-    events: Array.from({ length: 5 }, (_, i) => ({ agent: "lead", action: `step_${i}` })),
-  });
-  const conflicts = () => ({
-    branch: "main",
-    conflicts_detected: 2,
-    conflicts_resolved: 1,
-    sync_attempts: 4,
-    sync_failures: 1,
-  });
-  const tasks = () => ({ agent: "lead", assigned: 5, completed: 3, failed: 1, drifted: 0 });
-  const productivity = () => ({ agent: "lead", commits: 4, lines_added: 120, lines_removed: 30 });
-  const sessions = () => ({
-    sessions: [{
-      session_id: crypto.randomUUID(),
-      agent: "lead",
-      model: "bench-model",
-      started_at: new Date().toISOString(),
-      input_tokens: 1200,
-      output_tokens: 300,
-    }],
-  });
-  const steps = () => {
-    const session = crypto.randomUUID();
-    return {
-      steps: Array.from({ length: 5 }, (_, seq) => ({
-        session_id: session,
-        seq,
-        agent: "lead",
-        at: new Date().toISOString(),
-        kind: seq === 0 ? "text" : "tool_use",
-        ...(seq === 0 ? {} : { tool: "Bash" }),
-        summary: `npm test -- --grep step ${seq}`,
-        detail: "x".repeat(200),
-      })),
-    };
   };
   const approval = () => ({
     request_id: crypto.randomUUID(),

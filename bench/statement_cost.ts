@@ -15,48 +15,12 @@ import type { RouteStatement } from "../supabase/functions/vm-reporter/route.ts"
 import { routes } from "../supabase/functions/vm-reporter/routes.ts";
 import { startThrowawayDatabase } from "../local/database/throwaway_database.ts";
 import { seedFleet } from "./fleet_seed.ts";
+import { health, sessions, steps } from "./report_bodies.ts";
 
 const PROJECTS = Number(Deno.env.get("STATEMENT_PROJECTS") ?? 500);
 const ROUNDS = Number(Deno.env.get("STATEMENT_ROUNDS") ?? 300);
 const BATCHES = (Deno.env.get("STATEMENT_BATCHES") ?? "1,6,24").split(",").map(Number);
 const say = (line: string) => console.error(`[statement-cost] ${line}`);
-
-/** A fresh session's id per request: its steps and its CLI session are new rows each time. */
-const steps = () => {
-  const session = crypto.randomUUID();
-  return {
-    steps: Array.from({ length: 5 }, (_, seq) => ({
-      session_id: session,
-      seq,
-      agent: "lead",
-      at: new Date().toISOString(),
-      kind: seq === 0 ? "text" : "tool_use",
-      ...(seq === 0 ? {} : { tool: "Bash" }),
-      summary: `npm test -- --grep step ${seq}`,
-      detail: "x".repeat(200),
-    })),
-  };
-};
-const health = () => ({
-  cpu_percent: 42,
-  memory_percent: 55,
-  disk_percent: 30,
-  agents: [
-    { name: "lead", status: "active" },
-    { name: "builder", status: "active" },
-    { name: "reviewer", status: "idle" },
-  ],
-});
-const cliSessions = () => ({
-  sessions: [{
-    session_id: crypto.randomUUID(),
-    agent: "lead",
-    model: "bench-model",
-    started_at: new Date().toISOString(),
-    input_tokens: 1200,
-    output_tokens: 300,
-  }],
-});
 
 /** What each row measures: a route's statement and a body of its, or the admission alone. */
 const measured: { name: string; statement: RouteStatement; body: () => unknown }[] = [
@@ -68,7 +32,7 @@ const measured: { name: string; statement: RouteStatement; body: () => unknown }
   ...([
     ["/health", health],
     ["/commands/poll", () => ({ max: 10 })],
-    ["/metrics/cli-sessions", cliSessions],
+    ["/metrics/cli-sessions", sessions],
     ["/sessions/steps (5 steps)", steps],
   ] as const).map(([name, body]) => {
     const route = routes[name.split(" ")[0]!]!;
