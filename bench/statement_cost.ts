@@ -30,12 +30,13 @@ const measured: { name: string; statement: RouteStatement; body: () => unknown }
     body: () => ({}),
   },
   ...([
-    ["/health", health],
-    ["/commands/poll", () => ({ max: 10 })],
-    ["/metrics/cli-sessions", sessions],
-    ["/sessions/steps (5 steps)", steps],
-  ] as const).map(([name, body]) => {
-    const route = routes[name.split(" ")[0]!]!;
+    ["/health", health, ""],
+    ["/commands/poll", () => ({ max: 10 }), ""],
+    ["/metrics/cli-sessions", sessions, ""],
+    ["/sessions/steps", steps, " (5 steps)"],
+  ] as const).map(([path, body, note]) => {
+    const route = routes[path]!;
+    const name = path + note;
     return { name, statement: route.statement, body: () => route.schema.parse(body()) };
   }),
 ];
